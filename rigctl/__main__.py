@@ -1,0 +1,3 @@
+from rigctl.cli import main
+
+raise SystemExit(main())

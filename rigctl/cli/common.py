@@ -1,0 +1,38 @@
+"""Flags and helpers every subcommand shares."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rigctl.gpu.backend import open_backend, selected_sim
+from rigctl.gpu.sampler import RigSampler
+
+
+def add_global_flags(parser: argparse.ArgumentParser, top_level: bool = False) -> None:
+    # Subcommands get the flag too, so `rigctl topo --sim X` works; SUPPRESS keeps a
+    # subcommand's missing flag from overwriting one given before the subcommand.
+    default = None if top_level else argparse.SUPPRESS
+    parser.add_argument("--sim", metavar="NAME", default=default,
+                        help="use a simulated rig instead of NVML (also RIGCTL_SIM; `rigctl sims` lists them)")
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_command(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, help=help_text, description=help_text)
+    add_global_flags(parser)
+    return parser
+
+
+def open_sampler(args: argparse.Namespace, with_host: bool = True) -> RigSampler:
+    return RigSampler(open_backend(selected_sim(getattr(args, "sim", None))), with_host=with_host)
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")

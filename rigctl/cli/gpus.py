@@ -1,0 +1,84 @@
+"""`rigctl gpus [--json] [--watch]`: live per-GPU figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from rigctl import fmt
+from rigctl.cli import common
+from rigctl.gpu.model import RigSnapshot, to_jsonable
+
+COLUMNS = ("GPU", "VRAM", "util", "power", "temp", "fan", "SM", "PCIe", "procs")
+
+
+def register(sub: Any) -> None:
+    parser = common.add_command(sub, "gpus", "live per-GPU figures (one line per GPU)")
+    common.add_json_flag(parser)
+    parser.add_argument("--watch", action="store_true", help="repeat until interrupted (JSON: one object per line)")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (1.0)")
+    parser.add_argument("--count", type=int, default=None, metavar="N", help="stop after N samples")
+    parser.set_defaults(handler=run)
+
+
+def rows(snapshot: RigSnapshot) -> list[tuple[str, ...]]:
+    out = []
+    for gpu in snapshot.info.gpus:
+        s = snapshot.sample_for(gpu.index)
+        if s is None or s.lost:
+            out.append((f"{gpu.index}", "LOST", *("-" * 1 for _ in COLUMNS[2:])))
+            continue
+        out.append((
+            str(gpu.index), fmt.gib_pair(s.memory_used, gpu.memory_total), fmt.pct(s.util_gpu, 0),
+            f"{fmt.watts(s.power_w)}/{fmt.watts(gpu.power_limit_w)}", fmt.celsius(s.temperature_c),
+            fmt.pct(s.fan_pct, 0), fmt.mhz(s.sm_clock), fmt.pcie(s.pcie_gen, s.pcie_width),
+            str(len(s.processes)) if s.processes is not None else "n/a",
+        ))
+    return out
+
+
+def table(snapshot: RigSnapshot) -> str:
+    body = [COLUMNS, *rows(snapshot)]
+    widths = [max(len(r[c]) for r in body) for c in range(len(COLUMNS))]
+    return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in body)
+
+
+def gpus_json(snapshot: RigSnapshot) -> dict[str, Any]:
+    return {"timestamp": snapshot.timestamp, "backend": snapshot.info.backend,
+            "gpus": [to_jsonable(s) for s in snapshot.samples]}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise_bad("--interval must be positive")
+    sampler = common.open_sampler(args, with_host=False)
+    count = args.count if args.count is not None else (None if args.watch else 1)
+    taken = 0
+    try:
+        while count is None or taken < count:
+            if taken:
+                time.sleep(args.interval)
+            snapshot = sampler.snapshot()
+            taken += 1
+            if args.json:
+                if args.watch:
+                    sys.stdout.write(json.dumps(gpus_json(snapshot)) + "\n")
+                else:
+                    common.print_json(gpus_json(snapshot))
+            else:
+                if taken > 1:
+                    print()
+                print(table(snapshot))
+            sys.stdout.flush()
+    finally:
+        sampler.close()
+    return 0
+
+
+def raise_bad(message: str) -> None:
+    from rigctl.errors import BadInputError
+
+    raise BadInputError(message)

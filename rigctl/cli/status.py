@@ -1,0 +1,29 @@
+"""`rigctl status [--json]`: the rig at a glance."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rigctl.cli import common
+from rigctl.cli.rig_text import status_text
+from rigctl.gpu.report import snapshot_json
+
+
+def register(sub: Any) -> None:
+    parser = common.add_command(sub, "status", "the rig at a glance: GPUs, links, warnings")
+    common.add_json_flag(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    sampler = common.open_sampler(args)
+    try:
+        snapshot = sampler.snapshot()
+    finally:
+        sampler.close()
+    if args.json:
+        common.print_json({"rig": snapshot_json(snapshot)})
+    else:
+        print(status_text(snapshot))
+    return 0

@@ -1,0 +1,33 @@
+"""Errors that reach the user, and the exit codes that scripts rely on."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes; part of the CLI's contract (see README)."""
+
+    OK = 0
+    FAILURE = 1
+    BAD_INPUT = 2
+    ROLLED_BACK = 3
+    ROLLBACK_FAILED = 4
+
+
+class RigctlError(Exception):
+    """An error with a message fit to show as one line, and its exit code."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+
+class BadInputError(RigctlError):
+    """The user's input (a flag, a file, a name) is wrong; nothing was changed."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class NoDriverError(RigctlError):
+    """NVML cannot be used on this machine (no library, no driver, or a mismatch)."""
+
+    exit_code = ExitCode.FAILURE

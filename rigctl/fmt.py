@@ -1,0 +1,79 @@
+"""Units people read, shared by the CLI and the TUI: GiB, W, thousands separators.
+
+Pure string functions; None always renders as "n/a".
+"""
+
+from __future__ import annotations
+
+GIB = 1024**3
+MIB = 1024**2
+NA = "n/a"
+
+
+def gib(value: float | None, digits: int = 1) -> str:
+    return NA if value is None else f"{value / GIB:.{digits}f} GiB"
+
+
+def gib_pair(used: float | None, total: float | None) -> str:
+    if used is None or total is None:
+        return NA
+    return f"{used / GIB:.1f}/{total / GIB:.1f} GiB"
+
+
+def mib(value: float | None) -> str:
+    return NA if value is None else f"{value / MIB:,.0f} MiB"
+
+
+def watts(value: float | None) -> str:
+    return NA if value is None else f"{value:.0f} W"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """A percentage given as 0..100."""
+    return NA if value is None else f"{value:.{digits}f}%"
+
+
+def frac_pct(value: float | None, digits: int = 1) -> str:
+    """A percentage given as a fraction 0..1."""
+    return NA if value is None else f"{value * 100:.{digits}f}%"
+
+
+def celsius(value: float | None) -> str:
+    return NA if value is None else f"{value:.0f}°C"
+
+
+def mhz(value: int | None) -> str:
+    return NA if value is None else f"{value} MHz"
+
+
+def count(value: float | None) -> str:
+    """Tokens and other counts with thousands separators."""
+    return NA if value is None else f"{value:,.0f}"
+
+
+def number(value: float | None, digits: int = 1, unit: str = "") -> str:
+    return NA if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return NA
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 120:
+        return f"{value:.1f} s"
+    return f"{value / 60:.1f} min"
+
+
+def pcie(gen: int | None, width: int | None) -> str:
+    g = NA if gen is None else f"Gen{gen}"
+    w = NA if width is None else f"x{width}"
+    return f"{g} {w}"
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A text bar of `width` cells; empty when the value is unknown."""
+    if fraction is None:
+        return "·" * width
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "█" * filled + "░" * (width - filled)

@@ -1,0 +1,1 @@
+"""The hardware, read-only: NVML or a simulated rig behind one interface."""

@@ -1,0 +1,19 @@
+"""Every test runs with its own config and state dirs and no simulated rig preselected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")):
+        path = home / sub
+        path.mkdir(parents=True)
+        monkeypatch.setenv(var, str(path))
+    for var in ("RIGCTL_SIM", "RIGCTL_STATE_DIR", "RIGCTL_CONFIG_DIR", "CUDA_DEVICE_ORDER"):
+        monkeypatch.delenv(var, raising=False)
+    return home

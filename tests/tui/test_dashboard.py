@@ -1,0 +1,100 @@
+"""The dashboard at 80x24 and 160x48 on simulated rigs and on NVML over the fake driver."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from rigctl.gpu.nvml import NvmlBackend
+from rigctl.gpu.rigspec import MIB, load_rig
+from rigctl.gpu.sampler import RigSampler
+from rigctl.gpu.sim_claims import write_claim
+from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.tui.app import make_app
+from rigctl.tui.widgets.gpu_card import GpuCard
+from rigctl.tui.widgets.meter import Meter
+from rigctl.tui.widgets.topology_panel import TopologyPanel
+from tests.support.fake_nvml import FakeNvmlLib, installed
+from tests.tui.helpers import poll
+
+SIZES = [(80, 24), (160, 48)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_both_cards_visible_and_values_follow_the_rig(size: tuple[int, int], tmp_path: Path) -> None:
+    backend = SimulatedBackend(load_rig("2x3090-nvlink"), claims_dir=tmp_path)
+    app = make_app(RigSampler(backend), poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=size) as pilot:
+            await poll(app, pilot)
+            cards = list(app.screen.query(GpuCard))
+            assert [c.gpu.index for c in cards] == [0, 1]
+            for card in cards:
+                region = card.region
+                assert region.width >= 30 and region.bottom <= size[1] - 1  # fully on screen above the footer
+            before = cards[1].query_one("#vram", Meter).text
+            write_claim(tmp_path, os.getpid(), [{"gpu": 1, "memory_bytes": 20_000 * MIB,
+                                                  "title": "VLLM::Worker_TP1", "load": 1.0}])
+            await poll(app, pilot)
+            after = cards[1].query_one("#vram", Meter).text
+            assert before.startswith("0.3/24.0") and after.startswith("19.9/24.0"), (before, after)
+            assert cards[1].query_one("#power", Meter).fraction > 0.5
+            assert "NV4" in str(app.screen.query_one(TopologyPanel).content)
+            await pilot.press("q")
+        assert app.return_code == 0
+
+    asyncio.run(scenario())
+
+
+def test_lost_gpu_card_while_the_other_updates() -> None:
+    lib = FakeNvmlLib(load_rig("2x3090-nvlink"))
+
+    async def scenario() -> None:
+        with installed(lib):
+            app = make_app(RigSampler(NvmlBackend()), poll_interval=None)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await poll(app, pilot)
+                lib.lost.add(1)
+                lib.live[0].power_mw = 300_000
+                await poll(app, pilot)
+                card0, card1 = app.screen.query(GpuCard)
+                assert card1.has_class("-lost")
+                assert card1.query_one("#vram", Meter).text == "LOST"
+                assert card0.query_one("#power", Meter).text == "300 W/350 W"
+                assert "GPU1 is lost" in str(app.screen.query_one(TopologyPanel).content)
+
+    asyncio.run(scenario())
+
+
+def test_failed_sampling_marks_stale_then_recovers() -> None:
+    lib = FakeNvmlLib(load_rig("1x3090"))
+
+    class Flaky(NvmlBackend):
+        broken = False
+
+        def sample(self):  # noqa: ANN201
+            if self.broken:
+                raise RuntimeError("driver hiccup")
+            return super().sample()
+
+    async def scenario() -> None:
+        with installed(lib):
+            backend = Flaky()
+            app = make_app(RigSampler(backend), poll_interval=None)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await poll(app, pilot)
+                backend.broken = True
+                await poll(app, pilot)
+                await poll(app, pilot)
+                card = app.screen.query_one(GpuCard)
+                assert card.has_class("-stale")
+                assert len(app._notifications) == 1  # once per outage
+                backend.broken = False
+                await poll(app, pilot)
+                assert not card.has_class("-stale")
+
+    asyncio.run(scenario())
