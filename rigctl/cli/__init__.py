@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from rigctl import __version__
-from rigctl.cli import common, gpus, sims, status, topo, tui
+from rigctl.cli import common, gpus, profile, sims, status, topo, tui
 from rigctl.errors import ExitCode, RigctlError
 
-COMMANDS = (status, topo, gpus, sims, tui)
+COMMANDS = (status, topo, gpus, sims, profile, tui)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,9 @@ import json
 import sys
 from typing import Any
 
+from rigctl.errors import NoDriverError
 from rigctl.gpu.backend import open_backend, selected_sim
+from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
 
 
@@ -36,3 +38,17 @@ def open_sampler(args: argparse.Namespace, with_host: bool = True) -> RigSampler
 def print_json(value: Any) -> None:
     json.dump(value, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
+
+
+def rig_info_or_none(args: argparse.Namespace, quiet: bool = False) -> RigInfo | None:
+    """The rig's static facts for checks against it; None (with a note) when none is known."""
+    try:
+        backend = open_backend(selected_sim(getattr(args, "sim", None)))
+    except NoDriverError:
+        if not quiet:
+            print("note: no NVIDIA driver and no --sim: checks against the rig are skipped", file=sys.stderr)
+        return None
+    try:
+        return backend.info()
+    finally:
+        backend.close()

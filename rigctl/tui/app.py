@@ -10,6 +10,7 @@ from textual.worker import Worker
 from rigctl.gpu.sampler import RigSampler
 from rigctl.tui.messages import PollFailed, RigSampled
 from rigctl.tui.screens.dashboard import DashboardScreen
+from rigctl.tui.screens.profiles import ProfilesScreen
 
 
 class RigApp(App[None]):
@@ -17,6 +18,8 @@ class RigApp(App[None]):
     TITLE = "rigctl"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("d", "show_dashboard", "Dashboard"),
+        Binding("p", "show_profiles", "Profiles"),
         Binding("r", "refresh", "Refresh"),
     ]
 
@@ -27,9 +30,12 @@ class RigApp(App[None]):
         self._rig_worker: Worker[None] | None = None
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info)
+        self.profiles = ProfilesScreen(sampler.info)
 
     def on_mount(self) -> None:
-        self.push_screen(self.dashboard)
+        self.install_screen(self.dashboard, "dashboard")
+        self.install_screen(self.profiles, "profiles")
+        self.push_screen("dashboard")
         self.poll_now()
         if self.poll_interval:
             self.set_interval(self.poll_interval, self.poll_now, name="poll-rig")
@@ -62,6 +68,12 @@ class RigApp(App[None]):
 
     def action_refresh(self) -> None:
         self.poll_now()
+
+    def action_show_dashboard(self) -> None:
+        self.switch_screen("dashboard")
+
+    def action_show_profiles(self) -> None:
+        self.switch_screen("profiles")
 
 
 def make_app(sampler: RigSampler, poll_interval: float | None = 1.0) -> RigApp:

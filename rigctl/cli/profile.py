@@ -1,0 +1,147 @@
+"""`rigctl profile list|show|diff|validate|argv` (editing lives in profile_edit)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rigctl.cli import common, profile_edit
+from rigctl.profiles.text import list_table, show_text
+from rigctl.errors import ExitCode
+from rigctl.profiles.options import load_option_table
+from rigctl.profiles.schema import Diagnostic, ProfileError
+from rigctl.profiles.store import ProfileStore
+from rigctl.profiles.summary import knobs, launch_diff
+from rigctl.profiles.validate import validate
+from rigctl.profiles.vllm_args import render
+from rigctl.serve.state import active_profile_name
+
+
+def register(sub: Any) -> None:
+    parser = common.add_command(sub, "profile", "serving profiles: list, show, diff, validate, argv, edit")
+    psub = parser.add_subparsers(dest="profile_command", metavar="ACTION", required=True)
+
+    p = common.add_command(psub, "list", "every profile with its first-class knobs; * marks the active one")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run_list)
+
+    p = common.add_command(psub, "show", "a profile resolved after extends, with where each value came from")
+    p.add_argument("name")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run_show)
+
+    p = common.add_command(psub, "diff", "what changes in argv and env from profile A to profile B")
+    p.add_argument("a")
+    p.add_argument("b")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run_diff)
+
+    p = common.add_command(psub, "validate", "check profiles against vLLM's options and the rig (exit 2 on errors)")
+    p.add_argument("names", nargs="*", metavar="NAME|PATH", help="default: every profile")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run_validate)
+
+    p = common.add_command(psub, "argv", "the command line a profile runs (env first, shell-quoted for display)")
+    p.add_argument("name")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run_argv)
+
+    profile_edit.register(psub)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store, table = ProfileStore(), load_option_table()
+    active = active_profile_name()
+    rows = []
+    for name in store.names():
+        try:
+            profile = store.load(name)
+            rows.append({"name": name, "active": name == active, "shipped": profile.shipped,
+                         "description": profile.description, "model": profile.model,
+                         **knobs(profile, table).as_dict(), "error": None})
+        except ProfileError as exc:
+            rows.append({"name": name, "active": name == active, "error": str(exc.diagnostics[0])})
+    if args.json:
+        common.print_json(rows)
+    else:
+        print(list_table(rows))
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    store, table = ProfileStore(), load_option_table()
+    profile = store.load(args.name)
+    diagnostics = validate(profile, table, common.rig_info_or_none(args))
+    spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table)
+    if args.json:
+        common.print_json({
+            "name": profile.name, "path": str(profile.path), "shipped": profile.shipped, "chain": profile.chain,
+            "description": profile.description, "model": profile.model,
+            "knobs": knobs(profile, table).as_dict(),
+            "vllm": profile.vllm, "env": spec.redacted_env() if spec else {},
+            "origins": {k: {"path": str(o.path), "line": o.line, "profile": o.profile}
+                        for k, o in profile.origins.items()},
+            "argv": spec.redacted_argv() if spec else None,
+            "diagnostics": [d.__dict__ for d in diagnostics],
+        })
+    else:
+        print(show_text(profile, table, spec, diagnostics))
+    return int(ExitCode.BAD_INPUT) if spec is None else 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    store, table = ProfileStore(), load_option_table()
+    a, b = render(store.load(args.a), table), render(store.load(args.b), table)
+    changes = launch_diff(a, b)
+    if args.json:
+        common.print_json([c.__dict__ for c in changes])
+        return 0
+    print(f"--- {args.a}\n+++ {args.b}")
+    if not changes:
+        print("(same command line and environment)")
+    for change in changes:
+        before = "(unset)" if change.before is None else (change.before or "(set)")
+        after = "(unset)" if change.after is None else (change.after or "(set)")
+        print(f"  {change.what}: {before} -> {after}")
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    store, table = ProfileStore(), load_option_table()
+    rig = common.rig_info_or_none(args)
+    names = args.names or store.names()
+    results: dict[str, list[Diagnostic]] = {}
+    for name in names:
+        try:
+            results[name] = validate(store.load(name), table, rig)
+        except ProfileError as exc:
+            results[name] = list(exc.diagnostics)
+    failed = [n for n, ds in results.items() if any(d.severity == "error" for d in ds)]
+    if args.json:
+        common.print_json({"vllm_version": table.version, "rig": rig.backend if rig else None,
+                           "profiles": {n: [d.__dict__ for d in ds] for n, ds in results.items()}})
+    else:
+        for name, diagnostics in results.items():
+            errors = sum(d.severity == "error" for d in diagnostics)
+            warnings = len(diagnostics) - errors
+            verdict = "ok" if not errors else f"{errors} error{'s' * (errors != 1)}"
+            print(f"{name}: {verdict}" + (f", {warnings} warning{'s' * (warnings != 1)}" if warnings else ""))
+            for diagnostic in diagnostics:
+                print(f"  {diagnostic}")
+        checked = f"vLLM {table.version} options ({table.origin})"
+        print(f"checked against {checked}" + (f" and rig {rig.backend}" if rig else "; rig not known, GPU count not checked"),
+              file=sys.stderr)
+    return int(ExitCode.BAD_INPUT) if failed else 0
+
+
+def run_argv(args: argparse.Namespace) -> int:
+    store, table = ProfileStore(), load_option_table()
+    spec = render(store.load(args.name), table)
+    if args.json:
+        common.print_json({"argv": spec.redacted_argv(), "env": spec.redacted_env(), "host": spec.host,
+                           "port": spec.port, "served_model_names": spec.served_names})
+    else:
+        print(spec.display())
+    return 0
+

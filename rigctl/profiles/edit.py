@@ -1,0 +1,135 @@
+"""Comment-preserving edits of user profiles: tomlkit in, validation, atomic write out.
+
+An edit that would make the profile invalid is refused and the file stays byte-identical.
+Shipped profiles are never edited in place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.items import Table
+
+from rigctl.atomic import write_text_atomic
+from rigctl.errors import BadInputError
+from rigctl.gpu.model import RigInfo
+from rigctl.profiles.options import OptionTable
+from rigctl.profiles.schema import Diagnostic, ProfileError
+from rigctl.profiles.store import ProfileStore
+from rigctl.profiles.validate import validate
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TABLES = ("vllm", "env", "rigctl")
+SCALARS = ("description", "model", "notes", "extends")
+
+
+def parse_value(raw: str) -> Any:
+    """A CLI value as TOML (8, 0.9, true, "x", { method = "mtp" }); a bare word stays a string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _toml_item(value: Any) -> Any:
+    """Tables from the command line stay inline (`{ method = "mtp" }`), as a person writes them."""
+    if isinstance(value, dict):
+        inline = tomlkit.inline_table()
+        for key, item in value.items():
+            inline[key] = _toml_item(item)
+        return inline
+    if isinstance(value, list):
+        return [_toml_item(v) for v in value]
+    return value
+
+
+def _split(key: str) -> tuple[str | None, str]:
+    table, dot, leaf = key.partition(".")
+    if dot and table in TABLES:
+        return table, leaf
+    if key in SCALARS:
+        return None, key
+    raise BadInputError(f"{key!r}: give vllm.<option>, env.<NAME>, rigctl.<setting> or one of {', '.join(SCALARS)}")
+
+
+def _editable(store: ProfileStore, name: str) -> Path:
+    path = store.path_for(name)
+    if store.is_shipped(path):
+        raise BadInputError(f"{name} is a shipped example and is not edited in place; "
+                            f"copy it first: rigctl profile new my-{name} --from {name}")
+    return path
+
+
+def _existing_key(table: Table, leaf: str, is_env: bool) -> str | None:
+    """The key as already written, kebab or snake, so an edit updates it in place."""
+    for existing in table:
+        if existing == leaf or (not is_env and existing.replace("-", "_") == leaf.replace("-", "_")):
+            return existing
+    return None
+
+
+def _commit(store: ProfileStore, path: Path, text: str, table: OptionTable, rig: RigInfo | None) -> list[Diagnostic]:
+    """Validate the new text as the resolved profile it would be; write only if clean of errors."""
+    profile = store.load_candidate(path, text)
+    diagnostics = validate(profile, table, rig)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    if errors:
+        raise ProfileError(errors)
+    write_text_atomic(path, text)
+    return [d for d in diagnostics if d.severity != "error"]
+
+
+def set_value(store: ProfileStore, name: str, key: str, raw: str, table: OptionTable,
+              rig: RigInfo | None = None) -> list[Diagnostic]:
+    path = _editable(store, name)
+    doc = tomlkit.parse(path.read_text())
+    section, leaf = _split(key)
+    value = _toml_item(parse_value(raw))
+    if section is None:
+        doc[leaf] = value
+    else:
+        if section not in doc:
+            doc.add(tomlkit.nl())
+            doc[section] = tomlkit.table()
+        target = doc[section]
+        existing = _existing_key(target, leaf, section == "env")
+        target[existing or leaf] = value
+    return _commit(store, path, tomlkit.dumps(doc), table, rig)
+
+
+def unset_value(store: ProfileStore, name: str, key: str, table: OptionTable,
+                rig: RigInfo | None = None) -> list[Diagnostic]:
+    path = _editable(store, name)
+    doc = tomlkit.parse(path.read_text())
+    section, leaf = _split(key)
+    container = doc if section is None else doc.get(section)
+    existing = None if container is None else _existing_key(container, leaf, section == "env")
+    if existing is None:
+        raise BadInputError(f"{key} is not set in {path}" + (" (it may come from a parent profile)"
+                                                             if section else ""))
+    del container[existing]
+    return _commit(store, path, tomlkit.dumps(doc), table, rig)
+
+
+def new_profile(store: ProfileStore, name: str, base: str, table: OptionTable,
+                rig: RigInfo | None = None) -> tuple[Path, list[Diagnostic]]:
+    if "/" in name or not name or name.startswith("."):
+        raise BadInputError(f"{name!r} is not a profile name (letters, digits, - and _)")
+    path = store.user / f"{name}.toml"
+    if path.exists():
+        raise BadInputError(f"{path} already exists")
+    parent = store.load(base)  # fails early on a bad base
+    today = dt.date.today().isoformat()
+    text = (f"# Created by `rigctl profile new {name} --from {base}` on {today}.\n"
+            f"# Values here override {base} key by key; `rigctl profile show {name}` shows where each comes from.\n"
+            f"description = {tomlkit.string(parent.description or name).as_string()}\n"
+            f"extends = {tomlkit.string(base).as_string()}\n\n[vllm]\n\n[env]\n")
+    return path, _commit(store, path, text, table, rig)

@@ -1,0 +1,100 @@
+"""Profile -> (argv, env) for `vllm serve`: an argv list, never a shell string.
+
+Order is deterministic: the model, the first-class knobs, every other option by name,
+then --host 127.0.0.1 unless the profile chose a host. Secrets are redacted in anything
+meant for display or logs; the argv handed to the launcher keeps them.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from rigctl.profiles.options import OptionTable, VllmOption
+from rigctl.profiles.schema import FIRST_CLASS, Profile, ProfileError
+from rigctl.profiles.validate import is_secret_env, resolve_settings, validate
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+SECRET_OPTIONS = frozenset({"api_key", "hf_token"})
+REDACTED = "***"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    argv: tuple[str, ...]  # program first: ("vllm", "serve", MODEL, ...)
+    env: dict[str, str]  # the profile's environment only; the launcher adds it to its own
+    host: str
+    port: int
+    served_names: tuple[str, ...]
+    secret_values: tuple[str, ...] = ()
+
+    def redacted_argv(self) -> list[str]:
+        return [REDACTED if arg in self.secret_values else arg for arg in self.argv]
+
+    def redacted_env(self) -> dict[str, str]:
+        return {k: (REDACTED if is_secret_env(k) else v) for k, v in self.env.items()}
+
+    def display(self) -> str:
+        """A line a user could paste into a shell (quoted for display, secrets redacted)."""
+        assignments = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.redacted_env().items())]
+        return " ".join([*assignments, shlex.join(self.redacted_argv())])
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def option_args(option: VllmOption, value: Any) -> list[str]:
+    """The argv tokens for one option set to `value` (value already validated)."""
+    if option.kind == "bool":
+        if value:
+            return [option.flag]
+        return [option.negative] if option.negative else []
+    if option.kind == "flag":
+        return [option.flag] if value else []
+    if option.kind == "append":
+        items = value if isinstance(value, list) else [value]
+        return [token for item in items for token in (option.flag, str(item))]
+    if option.nargs == "+":
+        items = value if isinstance(value, list) else [value]
+        return [option.flag, *(_scalar_text(i) for i in items)]
+    if option.nargs == "?" and value is True:
+        return [option.flag]
+    if option.type == "json" and not isinstance(value, str):
+        text = json.dumps(value, separators=(",", ":"))
+    else:
+        text = _scalar_text(value)
+    # "--max-model-len -1" would read as a flag; the = form keeps it a value.
+    return [f"{option.flag}={text}"] if text.startswith("-") else [option.flag, text]
+
+
+def render(profile: Profile, table: OptionTable, vllm_command: tuple[str, ...] = ("vllm",)) -> LaunchSpec:
+    """The launch of a valid profile; ProfileError (every error at once) otherwise."""
+    errors = [d for d in validate(profile, table) if d.severity == "error"]
+    if errors:
+        raise ProfileError(errors)
+    settings, _ = resolve_settings(profile, table)
+    order = [d for d in FIRST_CLASS if d in settings] + sorted(d for d in settings if d not in FIRST_CLASS)
+    argv: list[str] = [*vllm_command, "serve", str(profile.model)]
+    secrets: list[str] = []
+    for dest in order:
+        setting = settings[dest]
+        argv += option_args(setting.option, setting.value)
+        if dest in SECRET_OPTIONS:
+            values = setting.value if isinstance(setting.value, list) else [setting.value]
+            secrets += [str(v) for v in values if not isinstance(v, bool)]
+    host = str(settings["host"].value) if "host" in settings else DEFAULT_HOST
+    if "host" not in settings and "uds" not in settings:
+        argv += ["--host", DEFAULT_HOST]
+    port = int(settings["port"].value) if "port" in settings else DEFAULT_PORT
+    names = settings["served_model_name"].value if "served_model_name" in settings else [profile.model]
+    env = {k: str(v) for k, v in sorted(profile.env.items())}
+    secrets += [v for k, v in env.items() if is_secret_env(k)]
+    return LaunchSpec(argv=tuple(argv), env=env, host=host, port=port,
+                      served_names=tuple(str(n) for n in (names if isinstance(names, list) else [names])),
+                      secret_values=tuple(secrets))

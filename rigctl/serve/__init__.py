@@ -1,0 +1,1 @@
+"""Running vLLM: launchers, the switch transaction, state and boot records."""

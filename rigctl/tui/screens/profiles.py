@@ -1,0 +1,136 @@
+"""The Profiles screen: every profile with its first-class knobs; the selected one resolved,
+its argv/env difference against the active profile, and its errors and lints inline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from rigctl.gpu.model import RigInfo
+from rigctl.profiles.options import load_option_table
+from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
+from rigctl.profiles.store import ProfileStore
+from rigctl.profiles.summary import Change, knobs, launch_diff
+from rigctl.profiles.text import show_text
+from rigctl.profiles.validate import validate
+from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.serve.state import active_profile_name
+
+COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
+ACTIVE = "● "
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    name: str
+    profile: Profile | None
+    diagnostics: tuple[Diagnostic, ...]
+    spec: LaunchSpec | None
+    cells: dict[str, str]
+
+
+def load_entries(rig: RigInfo | None) -> tuple[list[ProfileEntry], str | None]:
+    """Every profile validated and rendered: file reads, done off the UI thread."""
+    store, table = ProfileStore(), load_option_table()
+    entries = []
+    for name in store.names():
+        try:
+            profile = store.load(name)
+        except ProfileError as exc:
+            entries.append(ProfileEntry(name, None, tuple(exc.diagnostics), None, {}))
+            continue
+        diagnostics = tuple(validate(profile, table, rig))
+        spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table)
+        entries.append(ProfileEntry(name, profile, diagnostics, spec, knobs(profile, table).cells()))
+    return entries, active_profile_name()
+
+
+def diff_text(changes: list[Change], active: str) -> str:
+    if not changes:
+        return f"same command line and environment as the active profile ({active})"
+    lines = [f"against the active profile ({active}):"]
+    for c in changes:
+        lines.append(f"  {c.what}: {c.before if c.before is not None else '(unset)'}"
+                     f" -> {c.after if c.after is not None else '(unset)'}")
+    return "\n".join(lines)
+
+
+class ProfilesScreen(Screen[None]):
+    BINDINGS = [Binding("r", "reload", "Reload"), Binding("escape", "app.show_dashboard", "Back", show=False)]
+
+    def __init__(self, rig: RigInfo | None) -> None:
+        super().__init__(id="profiles")
+        self.rig = rig
+        self.entries: dict[str, ProfileEntry] = {}
+        self.active: str | None = None
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[str] = DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
+        for column in COLUMNS:
+            table.add_column(column, key=column)
+        yield table
+        with VerticalScroll(id="profile-detail-scroll"):
+            yield Static("loading profiles...", id="profile-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        self._load()
+
+    @work(thread=True, exclusive=True, group="profiles", exit_on_error=False, description="Loading profiles")
+    def _load(self) -> None:
+        entries, active = load_entries(self.rig)
+        self.app.call_from_thread(self._show_entries, entries, active)
+
+    def _show_entries(self, entries: list[ProfileEntry], active: str | None) -> None:
+        self.entries = {e.name: e for e in entries}
+        self.active = active
+        table = self.query_one(DataTable)
+        selected = self.selected_name
+        table.clear()
+        for entry in entries:
+            if entry.profile is None or entry.spec is None:
+                cells = ["INVALID", "", "", "", "", "", ""]
+            else:
+                cells = [entry.cells[c] for c in COLUMNS[1:]]
+            label = f"{ACTIVE if entry.name == active else '  '}{entry.name}"
+            table.add_row(label, *cells, key=entry.name)
+        if selected in self.entries:
+            table.move_cursor(row=list(self.entries).index(selected))
+        self._show_detail(self.selected_name)
+
+    @property
+    def selected_name(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(str(event.row_key.value) if event.row_key else None)
+
+    def _show_detail(self, name: str | None) -> None:
+        detail = self.query_one("#profile-detail", Static)
+        entry = self.entries.get(name or "")
+        if entry is None:
+            detail.update("no profiles found")
+            return
+        if entry.profile is None:
+            detail.update(Text("\n".join(str(d) for d in entry.diagnostics), style="red"))
+            return
+        out = Text(show_text(entry.profile, load_option_table(), entry.spec, []))
+        active = self.entries.get(self.active or "")
+        if entry.spec and active and active.spec and active.name != entry.name:
+            out.append("\n\n" + diff_text(launch_diff(active.spec, entry.spec), active.name))
+        for diagnostic in entry.diagnostics:
+            out.append("\n" + str(diagnostic), style="red" if diagnostic.severity == "error" else "yellow")
+        detail.update(out)

@@ -1,0 +1,68 @@
+"""The Profiles screen at 80x24 and 160x48."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from rigctl.gpu.rigspec import load_rig
+from rigctl.gpu.sampler import RigSampler
+from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.serve.state import ActiveState, write_state
+from rigctl.tui.app import make_app
+from tests.tui.helpers import poll
+
+
+def app_on(rig: str):  # noqa: ANN201
+    return make_app(RigSampler(SimulatedBackend(load_rig(rig))), poll_interval=None)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_profiles_screen_lists_marks_active_and_diffs(size: tuple[int, int], isolated_dirs: Path) -> None:
+    write_state(ActiveState(profile="qwen36-27b-awq-tp2", last_good="qwen36-27b-awq-tp2", status="serving",
+                            since=time.time()))
+    app = app_on("2x3090-nvlink")
+
+    async def scenario() -> None:
+        async with app.run_test(size=size) as pilot:
+            await poll(app, pilot)
+            await pilot.press("p")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            table = app.screen.query_one(DataTable)
+            assert table.row_count == 9
+            names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert "● qwen36-27b-awq-tp2" in names
+            row = names.index("  qwen36-27b-awq-tp2-async")
+            table.move_cursor(row=row)
+            await pilot.pause()
+            detail = str(app.screen.query_one("#profile-detail", Static).content)
+            assert "against the active profile (qwen36-27b-awq-tp2):" in detail
+            assert "--async-scheduling: (unset) -> " in detail
+            await pilot.press("d")
+            assert app.screen.id == "dashboard"
+
+    asyncio.run(scenario())
+
+
+def test_invalid_profile_shows_its_errors_inline(isolated_dirs: Path) -> None:
+    user = isolated_dirs / "config" / "rigctl" / "profiles"
+    user.mkdir(parents=True)
+    (user / "aaa-broken.toml").write_text('extends = "qwen36-27b-awq-tp2"\n[vllm]\nmax_num_seq = 8\n')
+    app = app_on("2x3090-nvlink")
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("p")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            table = app.screen.query_one(DataTable)
+            assert list(table.get_row_at(0))[:2] == ["  aaa-broken", "INVALID"]
+            detail = str(app.screen.query_one("#profile-detail", Static).content)
+            assert "aaa-broken.toml:3: max_num_seq: not a vllm serve option; did you mean max_num_seqs?" in detail
+
+    asyncio.run(scenario())
