@@ -11,17 +11,18 @@ import sys
 from collections.abc import Sequence
 
 from rigctl import __version__
-from rigctl.cli import common, gpus, profile, sims, status, topo, tui
+from rigctl.cli import common, gpus, logs, profile, serving, sims, status, topo, tui
 from rigctl.errors import ExitCode, RigctlError
 
-COMMANDS = (status, topo, gpus, sims, profile, tui)
+COMMANDS = (status, topo, gpus, sims, profile, serving, logs, tui)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rigctl",
         description="See the rig, serve vLLM by profile, watch the engine.",
-        epilog="Exit codes: 0 ok, 1 failure, 2 bad usage or input. Run without a subcommand for the TUI.",
+        epilog=("Exit codes: 0 ok, 1 failure, 2 bad usage or input; switch: 3 failed and rolled back, "
+                "4 failed and nothing serves. Run without a subcommand for the TUI."),
     )
     parser.add_argument("--version", action="version", version=f"rigctl {__version__}")
     common.add_global_flags(parser, top_level=True)

@@ -47,5 +47,6 @@ def write_state(state: ActiveState) -> None:
 
 
 def active_profile_name() -> str | None:
+    """The profile the state file says serves (cheap; `serve.status.observe` verifies it)."""
     state = read_state()
     return state.profile if state and state.status == "serving" else None

@@ -1,0 +1,116 @@
+"""`rigctl logs`, `rigctl history`, `rigctl bootlog`: the server's log, past boots, any log read."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from rigctl import fmt
+from rigctl.cli import common
+from rigctl.config import load_settings
+from rigctl.engine.bootlog import read_bootlog
+from rigctl.errors import BadInputError
+from rigctl.serve import history
+from rigctl.serve.launchers import launcher_for
+from rigctl.serve.record import read_record
+
+
+def register(sub: Any) -> None:
+    p = common.add_command(sub, "logs", "the vLLM server's log (the one rigctl started last)")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="lines of history first (50)")
+    p.set_defaults(handler=run_logs)
+    p = common.add_command(sub, "history", "past boots: KV capacity, boot time, per profile")
+    common.add_json_flag(p)
+    p.add_argument("--profile", help="only this profile")
+    p.set_defaults(handler=run_history)
+    p = common.add_command(sub, "bootlog", "read a vLLM log: phases, KV pool, and why a boot failed")
+    p.add_argument("file", help="a log file, or - for standard input")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run_bootlog)
+
+
+def run_logs(args: argparse.Namespace) -> int:
+    record = read_record()
+    if record is None:
+        raise BadInputError("no server log: rigctl has not started a server here")
+    if record.log_path:
+        path = Path(record.log_path)
+        with open(path, errors="replace") as handle:
+            for line in deque(handle, maxlen=max(0, args.lines)):
+                sys.stdout.write(line)
+        sys.stdout.flush()
+        if not args.follow:
+            return 0
+        follower = launcher_for(record, load_settings()).follower(record, from_end=True)
+    else:
+        follower = launcher_for(record, load_settings()).follower(record, from_end=not args.follow)
+    try:
+        while True:
+            for line in follower.read_new():
+                print(line, flush=True)
+            if not args.follow:
+                return 0
+            time.sleep(0.2)
+    finally:
+        follower.close()
+
+
+def run_history(args: argparse.Namespace) -> int:
+    records = [r for r in history.read_all() if not args.profile or r.profile == args.profile]
+    if args.json:
+        common.print_json([r.to_json() for r in records])
+        return 0
+    if not records:
+        print("no boots recorded yet")
+        return 0
+    rows = [("when", "profile", "KV capacity", "at max_model_len", "concurrency", "boot", "vLLM")]
+    for r in records:
+        rows.append((time.strftime("%Y-%m-%d %H:%M", time.localtime(r.when)), r.profile, fmt.count(r.kv_tokens),
+                     fmt.count(r.max_model_len), "n/a" if r.max_concurrency is None else f"{r.max_concurrency:.2f}x",
+                     fmt.seconds(r.boot_seconds), r.vllm_version or "n/a"))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)).rstrip())
+    print("KV capacity is vLLM's figure at max_model_len; for hybrid models it is concurrency x max_model_len.")
+    return 0
+
+
+def run_bootlog(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        report = read_bootlog(sys.stdin)
+    else:
+        try:
+            with open(args.file, errors="replace") as handle:
+                report = read_bootlog(handle)
+        except OSError as exc:
+            raise BadInputError(f"{args.file}: {exc.strerror}") from exc
+    if args.json:
+        data = report.to_json()
+        data["pool_tokens"] = report.pool_tokens
+        common.print_json(data)
+        return 0
+    print(f"vLLM {report.version or 'version n/a'}" + (f", model {report.model}" if report.model else ""))
+    for phase in report.phases:
+        at = "" if phase.seconds is None else f"+{phase.seconds:.0f}s"
+        print(f"  {at:>7}  {phase.label}")
+    if report.pool_tokens is not None:
+        derived = "" if report.kv_tokens is not None else f" ({report.gpu_blocks:,} blocks x {report.block_size or 16})"
+        at = f" at {report.concurrency_len:,} tokens" if report.concurrency_len else ""
+        conc = f", max concurrency {report.max_concurrency:.2f}x" if report.max_concurrency else ""
+        print(f"KV capacity{at}: {report.pool_tokens:,} tokens{derived}{conc}")
+    if report.available_kv_gib is not None:
+        print(f"available KV memory: {report.available_kv_gib:.2f} GiB")
+    if report.model_load_gib is not None:
+        print(f"model load: {report.model_load_gib:.2f} GiB" + (f" in {report.model_load_seconds:.1f} s"
+                                                                if report.model_load_seconds else ""))
+    if report.failure:
+        f = report.failure
+        print(f"FAILED ({f.cause}): {f.summary}\n  {f.line.strip()}" + (f"\n  fix: {f.suggestion}" if f.suggestion else ""))
+        return 1
+    print("ready" if report.ready else "no failure found (log incomplete or still booting)")
+    return 0

@@ -1,0 +1,136 @@
+"""`rigctl switch|start|stop|restart`: the switch transaction from the command line.
+
+Exit codes: 0 switched; 2 invalid profile (nothing touched); 3 failed and rolled back
+(the previous profile serves); 4 failed and nothing serves (the rollback failed too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from rigctl.cli import common
+from rigctl.config import load_settings
+from rigctl.errors import NoDriverError
+from rigctl.gpu.backend import open_backend, selected_sim
+from rigctl.gpu.sampler import RigSampler
+from rigctl.profiles.options import load_option_table
+from rigctl.profiles.store import ProfileStore
+from rigctl.serve import switch as transaction
+from rigctl.serve.bootwatch import Event
+from rigctl.serve.control import ServeContext
+from rigctl.serve.launchers import SIM_COMMAND, make_launcher
+
+
+def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext:
+    settings = load_settings()
+    sim = selected_sim(getattr(args, "sim", None))
+    if sim:
+        os.environ["RIGCTL_SIM"] = sim  # the simulator learns its rig from the environment it inherits
+    try:
+        sampler: RigSampler | None = RigSampler(open_backend(sim), with_host=False)
+    except NoDriverError:
+        sampler = None
+    return ServeContext(
+        settings=settings, launcher=make_launcher(settings, "process" if sim else None), store=ProfileStore(),
+        table=load_option_table(), rig=sampler.info if sampler else None,
+        vllm_command=SIM_COMMAND if sim else settings.vllm_command, sampler=sampler,
+        on_event=on_event or (lambda event: None))
+
+
+class Progress:
+    """Progress lines on a terminal: steps, phases with their seconds, warnings, the outcome."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.verbose = verbose
+        self.start = time.monotonic()
+
+    def __call__(self, event: Event) -> None:
+        if event.kind == "outcome" or (event.kind == "line" and not self.verbose):
+            return
+        stamp = f"[{time.monotonic() - self.start:6.1f}s]"
+        prefix = {"warning": "warning: ", "failure": "FAILED: "}.get(event.kind, "")
+        if event.kind == "phase":
+            print(f"{stamp}   {event.profile}: {event.text}", flush=True)
+        elif event.kind == "line":
+            print(f"{stamp}     | {event.text}", flush=True)
+        else:
+            print(f"{stamp} {prefix}{event.text}", flush=True)
+
+
+def register(sub: Any) -> None:
+    p = common.add_command(sub, "switch", "serve another profile; roll back to the last good one on failure")
+    p.add_argument("name")
+    _shared(p)
+    p.add_argument("--no-rollback", action="store_true", help="leave the box down if the new profile fails")
+    p.set_defaults(handler=run_switch)
+    p = common.add_command(sub, "start", "start a profile when nothing serves (default: the last good one)")
+    p.add_argument("name", nargs="?")
+    _shared(p)
+    p.set_defaults(handler=run_start)
+    p = common.add_command(sub, "restart", "restart the running profile (a switch to itself, with rollback off)")
+    _shared(p)
+    p.set_defaults(handler=run_restart)
+    p = common.add_command(sub, "stop", "stop the server rigctl started")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run_stop)
+
+
+def _shared(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, metavar="S", help="seconds to wait for readiness (default: profile/config)")
+    p.add_argument("--wait", type=float, metavar="S", help="wait up to S seconds for another switch to finish")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print the vLLM log as it boots")
+    common.add_json_flag(p)
+
+
+def _report(args: argparse.Namespace, outcome: transaction.SwitchOutcome) -> int:
+    if args.json:
+        def boot(result: Any) -> Any:
+            if result is None:
+                return None
+            return {"profile": result.profile, "ok": result.ok, "seconds": round(result.seconds, 2),
+                    "kv_tokens": result.report.pool_tokens, "max_concurrency": result.report.max_concurrency,
+                    "failure": None if result.failure is None else result.failure.__dict__}
+        common.print_json({"status": outcome.status, "target": outcome.target, "exit_code": int(outcome.exit_code),
+                           "message": outcome.message, "attempt": boot(outcome.attempt),
+                           "rollback_profile": outcome.rollback_profile, "rollback": boot(outcome.rollback)})
+    else:
+        print(outcome.message, file=sys.stdout if outcome.exit_code == 0 else sys.stderr)
+    return int(outcome.exit_code)
+
+
+def _run(args: argparse.Namespace, action: Any) -> int:
+    ctx = make_context(args, None if args.json else Progress(args.verbose))
+    try:
+        return _report(args, action(ctx))
+    finally:
+        if ctx.sampler:
+            ctx.sampler.close()
+
+
+def run_switch(args: argparse.Namespace) -> int:
+    return _run(args, lambda ctx: transaction.switch(ctx, args.name, timeout=args.timeout,
+                                                     rollback=not args.no_rollback, lock_wait=args.wait))
+
+
+def run_start(args: argparse.Namespace) -> int:
+    return _run(args, lambda ctx: transaction.start(ctx, args.name, timeout=args.timeout))
+
+
+def run_restart(args: argparse.Namespace) -> int:
+    from rigctl.serve.record import read_record
+
+    record = read_record()
+    if record is None:
+        print("rigctl: nothing to restart (no server started by rigctl); use start", file=sys.stderr)
+        return 1
+    return _run(args, lambda ctx: transaction.switch(ctx, record.profile, timeout=args.timeout, rollback=False,
+                                                     lock_wait=args.wait))
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    args.verbose = False
+    return _run(args, transaction.stop)

@@ -1,0 +1,128 @@
+"""rigctl's own settings: defaults, then $XDG_CONFIG_HOME/rigctl/config.toml, then environment.
+
+Every effective value remembers where it came from (`rigctl config` shows it). An invalid
+file is an error naming the key and line, never a silent default.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from rigctl import paths
+from rigctl.errors import BadInputError
+from rigctl.profiles.source_map import key_lines, line_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+LAUNCHERS = ("process", "systemd", "docker")
+THEMES_HINT = "any Textual theme name, e.g. textual-dark, nord, gruvbox, textual-light"
+
+
+@dataclass(frozen=True)
+class Settings:
+    launcher: str = "process"
+    vllm_command: tuple[str, ...] = ("vllm",)
+    profiles_dir: str = ""  # empty: $XDG_CONFIG_HOME/rigctl/profiles
+    boot_timeout: float = 900.0  # seconds: a cold 27B boot with torch.compile can take minutes
+    stop_grace: float = 30.0  # seconds between SIGTERM and SIGKILL
+    lock_wait: float = 0.0  # seconds a second switch waits for the rig lock (0: refuse at once)
+    rig_interval: float = 1.0  # TUI refresh of the GPUs
+    metrics_interval: float = 1.0  # TUI refresh of /metrics
+    theme: str = "textual-dark"
+    endpoint: str = ""  # empty: the active profile's host and port
+    systemd_unit: str = "vllm.service"
+    systemd_user: bool = False
+    systemd_dropin_dir: str = ""  # empty: /etc/systemd/system/<unit>.d or ~/.config/systemd/user/<unit>.d
+    docker_image: str = "vllm/vllm-openai:v0.33.0"
+    docker_container: str = "rigctl-vllm"
+    docker_hf_cache: str = "~/.cache/huggingface"
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+# config.toml layout: table -> key -> Settings field
+LAYOUT: dict[str, dict[str, str]] = {
+    "server": {"launcher": "launcher", "vllm_command": "vllm_command", "boot_timeout": "boot_timeout",
+               "stop_grace": "stop_grace", "lock_wait": "lock_wait", "endpoint": "endpoint"},
+    "profiles": {"dir": "profiles_dir"},
+    "tui": {"rig_interval": "rig_interval", "metrics_interval": "metrics_interval", "theme": "theme"},
+    "systemd": {"unit": "systemd_unit", "user": "systemd_user", "dropin_dir": "systemd_dropin_dir"},
+    "docker": {"image": "docker_image", "container": "docker_container", "hf_cache": "docker_hf_cache"},
+}
+ENV = {"RIGCTL_LAUNCHER": "launcher", "RIGCTL_VLLM_COMMAND": "vllm_command", "RIGCTL_BOOT_TIMEOUT": "boot_timeout",
+       "RIGCTL_ENDPOINT": "endpoint", "RIGCTL_THEME": "theme"}
+
+
+def config_path() -> Path:
+    override = os.environ.get("RIGCTL_CONFIG")
+    return Path(override) if override else paths.config_dir() / "config.toml"
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
+    kind = {f.name: f.type for f in fields(Settings)}[name]
+    if name == "vllm_command":
+        if isinstance(value, str):
+            value = shlex.split(value)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise BadInputError(f"{where}: must be a command as a list of strings, e.g. [\"/opt/vllm/bin/vllm\"]")
+        return tuple(value)
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise BadInputError(f"{where}: must be a non-negative number of seconds")
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise BadInputError(f"{where}: must be true or false")
+        return value
+    if not isinstance(value, str):
+        raise BadInputError(f"{where}: must be a string")
+    if name == "launcher" and value not in LAUNCHERS:
+        raise BadInputError(f"{where}: {value!r} is not one of {', '.join(LAUNCHERS)}")
+    return value
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ) if env is None else env
+    values: dict[str, Any] = {}
+    sources = {f.name: "default" for f in fields(Settings) if f.name != "sources"}
+    path = config_path()
+    if path.is_file():
+        text = path.read_text()
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise BadInputError(f"{path}: invalid TOML: {exc}") from exc
+        lines = key_lines(text)
+        for table, entries in data.items():
+            where_table = f"{path}:{line_of(lines, table)}: {table}"
+            if table not in LAYOUT or not isinstance(entries, dict):
+                raise BadInputError(f"{where_table}: not a config table (tables: {', '.join(LAYOUT)})")
+            for key, value in entries.items():
+                where = f"{path}:{line_of(lines, table, key)}: {table}.{key}"
+                if key not in LAYOUT[table]:
+                    raise BadInputError(f"{where}: not a setting (in [{table}]: {', '.join(LAYOUT[table])})")
+                name = LAYOUT[table][key]
+                values[name] = _coerce(name, value, where)
+                sources[name] = f"{path}:{line_of(lines, table, key)}"
+    for var, name in ENV.items():
+        if env.get(var):
+            raw: Any = env[var]
+            if name == "boot_timeout":
+                try:
+                    raw = float(raw)
+                except ValueError as exc:
+                    raise BadInputError(f"{var}: must be a number of seconds") from exc
+            values[name] = _coerce(name, raw, var)
+            sources[name] = f"env {var}"
+    return Settings(**values, sources=sources)
+
+
+def as_table(settings: Settings) -> dict[str, Any]:
+    return {f.name: getattr(settings, f.name) for f in fields(Settings) if f.name != "sources"}

@@ -1,0 +1,92 @@
+"""Following one boot until it is really ready, or has failed and we know why.
+
+Ready means HTTP: /health answers 200 and /v1/models lists a served name. The log is
+followed meanwhile for the phases (shown as they tick) and for the line that explains a
+failure. A process that exits, an error line followed by silence, or the timeout ends it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rigctl.engine.bootlog import BootLogReader, BootReport, Failure
+from rigctl.engine.client import EngineClient
+from rigctl.serve.launchers import Launcher
+from rigctl.serve.record import ServerRecord
+
+ERROR_GRACE = 10.0  # seconds a process may keep running after logging a fatal error
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # step | phase | line | warning | failure | outcome
+    text: str
+    profile: str | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class BootResult:
+    profile: str
+    ok: bool
+    seconds: float
+    report: BootReport
+    failure: Failure | None
+    record: ServerRecord
+    version: str | None = None
+
+
+def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_event: Callable[[Event], None],
+               poll: float = 0.1, clock: Callable[[], float] = time.monotonic) -> BootResult:
+    follower = launcher.follower(record)
+    reader = BootLogReader()
+    start = clock()
+    next_probe = start
+    error_at: float | None = None
+    client = EngineClient(record.base_url, record.api_key, timeout=1.0)
+
+    def drain() -> None:
+        for line in follower.read_new():
+            phase = reader.feed(line)
+            on_event(Event("line", line, record.profile))
+            if phase:
+                on_event(Event("phase", phase.label, record.profile, clock() - start))
+
+    def result(ok: bool, failure: Failure | None, version: str | None = None) -> BootResult:
+        return BootResult(record.profile, ok, clock() - start, reader.report, failure, record, version)
+
+    try:
+        while True:
+            drain()
+            report = reader.report
+            code = launcher.exit_code(record)
+            if code is not None:
+                time.sleep(0.05)
+                drain()
+                last = report.tail[-1] if report.tail else ""
+                return result(False, report.failure or Failure(
+                    "exited", f"vLLM exited with status {code} before it was ready", last,
+                    "read the log: rigctl logs"))
+            if report.failure is not None:
+                error_at = error_at or clock()
+                if clock() - error_at > ERROR_GRACE:
+                    return result(False, report.failure)
+            now = clock()
+            if now >= next_probe:
+                next_probe = now + 0.25
+                probe = client.probe()
+                if probe.healthy and any(name in probe.models for name in record.served_names):
+                    drain()
+                    return result(True, None, client.version())
+            if now - start > timeout:
+                last_phase = report.phases[-1].label if report.phases else "no phase reached"
+                return result(False, Failure("timeout", f"not ready after {timeout:.0f} s (last phase: {last_phase})",
+                                             report.tail[-1] if report.tail else "",
+                                             "raise the boot timeout ([rigctl] boot_timeout in the profile, or "
+                                             "--timeout) or read the log: rigctl logs"))
+            time.sleep(poll)
+    finally:
+        client.close()
+        follower.close()

@@ -1,0 +1,75 @@
+"""The docker launcher: a named container of the vllm/vllm-openai image with the GPUs,
+--ipc=host, the port published on the profile's host only, and the Hugging Face cache
+mapped. The environment goes through an --env-file (0600): secrets stay off `ps`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rigctl import paths
+from rigctl.atomic import write_text_atomic
+from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.serve.launcher_systemd import Runner, run
+from rigctl.serve.logfollow import CommandFollower
+from rigctl.serve.record import ServerRecord
+
+CONTAINER_HF = "/root/.cache/huggingface"
+
+
+class DockerLauncher:
+    name = "docker"
+
+    def __init__(self, image: str, container: str, hf_cache: str, runner: Runner = run) -> None:
+        self.image = image
+        self.container = container
+        self.hf_cache = str(Path(hf_cache).expanduser())
+        self.runner = runner
+        self.env_file = paths.state_dir() / "docker.env"
+
+    def run_command(self, spec: LaunchSpec) -> list[str]:
+        argv = list(spec.argv)
+        serve_args = argv[argv.index("serve"):]  # the image brings its own vllm
+        if "--host" in serve_args:  # inside the container vLLM must listen on all interfaces...
+            serve_args[serve_args.index("--host") + 1] = "0.0.0.0"
+        else:
+            serve_args += ["--host", "0.0.0.0"]
+        publish = f"{spec.host}:{spec.port}:{spec.port}" if spec.host not in ("", "0.0.0.0") else \
+            f"{spec.port}:{spec.port}"  # ...while the host publishes it where the profile said
+        return ["docker", "run", "-d", "--name", self.container, "--gpus", "all", "--ipc=host", "-p", publish,
+                "-v", f"{self.hf_cache}:{CONTAINER_HF}", "--env-file", str(self.env_file), "--entrypoint", "vllm",
+                self.image, *serve_args]
+
+    def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
+        paths.ensure_private_dir(paths.state_dir())
+        write_text_atomic(self.env_file, "".join(f"{k}={v}\n" for k, v in spec.env.items()), mode=0o600)
+        self.runner(["docker", "rm", "-f", self.container])  # a leftover of the same name blocks the run
+        started = time.time()
+        done = self.runner(self.run_command(spec))
+        if done.returncode != 0:
+            raise RuntimeError(f"docker run failed: {(done.stderr or done.stdout).strip()}")
+        return ServerRecord(launcher=self.name, profile=profile, started=started, log_path="", host=spec.host,
+                            port=spec.port, served_names=spec.served_names, argv=tuple(spec.redacted_argv()),
+                            container=self.container)
+
+    def _inspect(self, field: str) -> str:
+        return self.runner(["docker", "inspect", "-f", f"{{{{.State.{field}}}}}", self.container]).stdout.strip()
+
+    def alive(self, record: ServerRecord) -> bool:
+        return self._inspect("Running") == "true"
+
+    def exit_code(self, record: ServerRecord) -> int | None:
+        if self.alive(record):
+            return None
+        code = self._inspect("ExitCode")
+        return int(code) if code.lstrip("-").isdigit() else -1
+
+    def stop(self, record: ServerRecord, grace: float) -> None:
+        self.runner(["docker", "stop", "-t", str(int(grace)), self.container])
+        self.runner(["docker", "rm", self.container])
+
+    def logs_command(self, since: float, follow: bool = True) -> list[str]:
+        return ["docker", "logs", *(["-f"] if follow else []), "--since", str(int(since)), self.container]
+
+    def follower(self, record: ServerRecord, from_end: bool = False) -> CommandFollower:
+        return CommandFollower(self.logs_command(time.time() if from_end else record.started))

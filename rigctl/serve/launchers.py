@@ -1,0 +1,52 @@
+"""The launcher interface and how rigctl picks one (settings, or the simulator with --sim)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Protocol
+
+from rigctl.config import Settings
+from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.serve.record import ServerRecord
+
+SIM_COMMAND = (sys.executable, "-m", "rigctl.sim.vllm_server")
+
+
+class LogFollower(Protocol):
+    def read_new(self, limit: int = ...) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+class Launcher(Protocol):
+    name: str
+
+    def start(self, spec: LaunchSpec, profile: str) -> ServerRecord: ...
+
+    def alive(self, record: ServerRecord) -> bool: ...
+
+    def exit_code(self, record: ServerRecord) -> int | None: ...
+
+    def stop(self, record: ServerRecord, grace: float) -> None: ...
+
+    def follower(self, record: ServerRecord, from_end: bool = False) -> LogFollower: ...
+
+
+def make_launcher(settings: Settings, kind: str | None = None) -> Launcher:
+    kind = kind or settings.launcher
+    if kind == "systemd":
+        from rigctl.serve.launcher_systemd import SystemdLauncher
+
+        return SystemdLauncher(settings.systemd_unit, settings.systemd_user, settings.systemd_dropin_dir)
+    if kind == "docker":
+        from rigctl.serve.launcher_docker import DockerLauncher
+
+        return DockerLauncher(settings.docker_image, settings.docker_container, settings.docker_hf_cache)
+    from rigctl.serve.launcher_process import ProcessLauncher
+
+    return ProcessLauncher()
+
+
+def launcher_for(record: ServerRecord, settings: Settings) -> Launcher:
+    """The launcher that started `record` (it may differ from today's settings)."""
+    return make_launcher(settings, record.launcher)

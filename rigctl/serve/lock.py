@@ -1,0 +1,62 @@
+"""One switch at a time on this rig, whether it comes from the TUI or a CLI over SSH.
+
+An flock on state_dir/rig.lock (released by the kernel if rigctl dies); the holder writes
+who it is, so the one refused can say why.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from types import TracebackType
+
+from rigctl import paths
+from rigctl.errors import RigctlError
+
+
+class RigBusyError(RigctlError):
+    """Another switch holds the rig."""
+
+
+class RigLock:
+    def __init__(self, purpose: str, wait: float = 0.0) -> None:
+        self.purpose = purpose
+        self.wait = wait
+        self.path = paths.ensure_private_dir(paths.state_dir()) / "rig.lock"
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            info = json.loads(self.path.read_text() or "{}")
+            since = time.strftime("%H:%M:%S", time.localtime(info.get("since", 0)))
+            return f"pid {info.get('pid')} ({info.get('purpose')}, since {since})"
+        except (OSError, ValueError):
+            return "another rigctl"
+
+    def __enter__(self) -> RigLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = self.holder()
+                    os.close(fd)
+                    hint = " (rigctl switch --wait SECONDS to queue behind it)" if not self.wait else ""
+                    raise RigBusyError(f"the rig is busy: {holder} holds the switch lock{hint}") from None
+                time.sleep(0.1)
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "purpose": self.purpose, "since": time.time()}).encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,83 @@
+"""The simulator's `vllm serve` parser, built from the same option table rigctl validates with,
+so an unknown flag fails here exactly as it fails in vLLM: exit 2, `unrecognized arguments:`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rigctl.profiles.options import OptionTable, load_option_table
+from rigctl.profiles.validate import parse_human_int
+from rigctl.sim.memory import EngineConfig
+
+
+def _human(value: str) -> int:
+    number = parse_human_int(value if not value.lstrip("-").isdigit() else int(value))
+    if number is None:
+        raise argparse.ArgumentTypeError(f"invalid human-readable integer: {value!r}")
+    return number
+
+
+def _human_or_auto(value: str) -> int:
+    return -1 if value in ("auto", "-1") else _human(value)
+
+
+TYPES: dict[str, Any] = {"int": int, "float": float, "human_int": _human, "human_int_or_auto": _human_or_auto,
+                         "json": json.loads}
+
+
+def build_parser(table: OptionTable | None = None, reject: frozenset[str] = frozenset()) -> argparse.ArgumentParser:
+    """`reject` drops flags, as an older vLLM that never had them would (RIGCTL_SIM_REJECT_FLAGS)."""
+    table = table or load_option_table()
+    parser = argparse.ArgumentParser(prog="vllm serve", add_help=True)
+    parser.add_argument("model_tag")
+    for option in table.options.values():
+        if reject & {*option.flags, option.negative}:
+            continue
+        names = [*option.flags, *option.short]
+        if option.kind == "bool":
+            parser.add_argument(*names, dest=option.dest, action="store_const", const=True, default=None)
+            if option.negative:
+                parser.add_argument(option.negative, dest=option.dest, action="store_const", const=False)
+            hidden = f"--no-{option.flag[2:]}"  # vLLM still accepts the old --no-enable-X spellings
+            if hidden != option.negative:
+                parser.add_argument(hidden, dest=option.dest, action="store_const", const=False,
+                                    help=argparse.SUPPRESS)
+            continue
+        if option.kind == "flag":
+            parser.add_argument(*names, dest=option.dest, action="store_true")
+            continue
+        kwargs: dict[str, Any] = {"dest": option.dest}
+        if option.nargs:
+            kwargs["nargs"] = option.nargs
+        if option.choices:
+            kwargs["choices"] = list(option.choices)
+        if option.type in TYPES:
+            kwargs["type"] = TYPES[option.type]
+        if option.kind == "append":
+            kwargs["action"] = "append"
+        parser.add_argument(*names, **kwargs)
+    return parser
+
+
+def engine_config(args: argparse.Namespace) -> EngineConfig:
+    spec = args.speculative_config or {}
+    return EngineConfig(
+        model=args.model_tag,
+        tp=args.tensor_parallel_size or 1,
+        pp=args.pipeline_parallel_size or 1,
+        dp=args.data_parallel_size or 1,
+        quantization=args.quantization,
+        kv_cache_dtype=args.kv_cache_dtype or "auto",
+        max_model_len=None if args.max_model_len in (None, -1) else args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        gpu_memory_utilization=args.gpu_memory_utilization or 0.92,
+        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
+        enforce_eager=bool(args.enforce_eager),
+        spec_method=spec.get("method") if isinstance(spec, dict) else None,
+        spec_tokens=int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0,
+        async_scheduling=args.async_scheduling,
+        enable_prefix_caching=args.enable_prefix_caching,
+    )

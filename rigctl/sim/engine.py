@@ -1,0 +1,258 @@
+"""The simulated engine: continuous batching over a KV pool, in real time.
+
+Requests wait, get admitted up to max_num_seqs while the pool has room, prefill in chunks
+(minus what the prefix cache already holds, in whole blocks), then decode at a rate that
+follows the profile: tensor parallel over the rig's link, async scheduling, MTP with a
+per-position acceptance like a real Qwen MTP head. When the pool runs out, the newest
+request is preempted. Every counter and histogram vLLM exports is kept here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import queue
+import random
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rigctl.sim.stats import Stats
+
+STEP = 0.02  # seconds of real time per scheduler step
+ACCEPTANCE = (0.74, 0.47, 0.31, 0.19, 0.10, 0.06, 0.03, 0.02)  # per draft position (MTP on Qwen, measured)
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Rates for one engine replica."""
+
+    decode_tps: float  # single-stream decode tokens/s without speculation
+    prefill_tps: float
+    spec_tokens: int = 0
+    async_scheduling: bool = False
+    batch_slowdown: float = 0.05  # each extra running sequence costs this share of per-stream speed
+
+
+@dataclass
+class Request:
+    rid: str
+    engine: int
+    prompt_tokens: int
+    blocks: list[str]
+    max_tokens: int
+    arrival: float
+    out: "queue.Queue[tuple[int, str | None]]" = field(default_factory=queue.Queue)
+    admitted_at: float | None = None
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    prefilled: int = 0
+    cached: int = 0
+    generated: int = 0
+    credit: float = 0.0
+    done: bool = False
+
+
+def prompt_blocks(text: str, block_tokens: int) -> tuple[int, list[str]]:
+    """Token count (~4 characters a token) and the hash chain of whole blocks."""
+    tokens = max(1, (len(text) + 3) // 4)
+    chars = block_tokens * 4
+    blocks, digest = [], hashlib.blake2b(digest_size=8)
+    for start in range(0, (tokens // block_tokens) * chars, chars):
+        digest.update(text[start:start + chars].encode())
+        blocks.append(digest.hexdigest())
+    return tokens, blocks
+
+
+class EngineReplica:
+    """One DP rank: its pool, prefix cache, queues and stats."""
+
+    def __init__(self, index: int, pool_tokens: int, block_tokens: int, max_seqs: int, chunk: int,
+                 speed: Speed, stats: Stats, rng: random.Random) -> None:
+        self.index = index
+        self.pool = pool_tokens
+        self.block = block_tokens
+        self.max_seqs = max_seqs
+        self.chunk = chunk
+        self.speed = speed
+        self.stats = stats
+        self.rng = rng
+        self.waiting: list[Request] = []
+        self.running: list[Request] = []
+        self.cache: OrderedDict[str, None] = OrderedDict()  # prefix-cache blocks, least recently used first
+        self.busy = 0.0
+
+    def held(self) -> int:
+        return sum(r.prompt_tokens + r.generated for r in self.running)
+
+    def usage(self) -> float:
+        return min(1.0, self.held() / self.pool) if self.pool else 0.0
+
+    def _admit(self, now: float) -> None:
+        while self.waiting and len(self.running) < self.max_seqs:
+            request = self.waiting[0]
+            if self.held() + request.prompt_tokens + request.generated > self.pool:
+                return  # waiting for capacity
+            self.waiting.pop(0)
+            hits = 0
+            for block in request.blocks:
+                if block not in self.cache:
+                    break
+                self.cache.move_to_end(block)
+                hits += 1
+            # the last prompt token is always recomputed, as in vLLM
+            request.cached = min(hits * self.block, request.prompt_tokens - 1)
+            self.stats.count("prefix_cache_queries", request.prompt_tokens, self.index)
+            self.stats.count("prefix_cache_hits", request.cached, self.index)
+            if request.admitted_at is None:
+                request.admitted_at = now
+                self.stats.observe("request_queue_time_seconds", now - request.arrival, self.index)
+            request.prefilled = request.cached
+            self.running.append(request)
+
+    def _preempt_if_full(self) -> None:
+        while self.running and self.held() > self.pool:
+            victim = self.running.pop()  # the newest: vLLM preempts by recompute, last in first out
+            victim.prefilled = 0
+            self.waiting.insert(0, victim)
+            self.stats.count("num_preemptions", 1, self.index)
+
+    def step(self, now: float, dt: float) -> None:
+        self._admit(now)
+        prefill_budget = min(self.chunk, self.speed.prefill_tps * dt)
+        decoding = [r for r in self.running if r.prefilled >= r.prompt_tokens]
+        for request in self.running:
+            if request.prefilled < request.prompt_tokens and prefill_budget > 0:
+                take = min(prefill_budget, request.prompt_tokens - request.prefilled)
+                request.prefilled += int(take) or 1
+                prefill_budget -= take
+                if request.prefilled >= request.prompt_tokens:
+                    computed = request.prompt_tokens - request.cached
+                    self.stats.count("prompt_tokens", request.prompt_tokens, self.index)
+                    self.stats.count_by("prompt_tokens_by_source", "source", "local_compute", computed, self.index)
+                    self.stats.count_by("prompt_tokens_by_source", "source", "local_cache_hit", request.cached,
+                                        self.index)
+                    self.stats.count("prompt_tokens_cached", request.cached, self.index)
+                    self.stats.observe("request_prefill_time_seconds", now - (request.admitted_at or now), self.index)
+        rate = self._per_stream_rate(len(decoding))
+        for request in decoding:
+            request.credit += rate * dt
+            while request.credit >= 1 and not request.done:
+                tokens = self._draft_round() if self.speed.spec_tokens else 1
+                tokens = min(tokens, request.max_tokens - request.generated)
+                request.credit -= 1  # one forward step, which yields 1 + accepted drafts tokens
+                self._emit(request, tokens, now)
+        self._preempt_if_full()
+        self.busy = 1.0 if self.running else 0.0
+        self.stats.gauge("num_requests_running", len(self.running), self.index)
+        self.stats.gauge("num_requests_waiting", len(self.waiting), self.index)
+        self.stats.gauge("kv_cache_usage_perc", self.usage(), self.index)
+
+    def _per_stream_rate(self, batch: int) -> float:
+        """Forward steps per second for one decoding stream."""
+        speed = self.speed
+        rate = speed.decode_tps * (1.06 if speed.async_scheduling else 1.0)
+        if speed.spec_tokens:
+            rate /= 1 + 0.12 * speed.spec_tokens  # drafting makes each step a little longer
+        return rate / (1 + speed.batch_slowdown * max(0, batch - 1))
+
+    def _draft_round(self) -> int:
+        k = self.speed.spec_tokens
+        accepted = 0
+        for position in range(k):
+            if self.rng.random() < ACCEPTANCE[position] / (ACCEPTANCE[position - 1] if position else 1.0):
+                accepted += 1
+                self.stats.count_by("spec_decode_num_accepted_tokens_per_pos", "position", str(position), 1,
+                                    self.index)
+            else:
+                break
+        self.stats.count("spec_decode_num_drafts", 1, self.index)
+        self.stats.count("spec_decode_num_draft_tokens", k, self.index)
+        self.stats.count("spec_decode_num_accepted_tokens", accepted, self.index)
+        return 1 + accepted
+
+    def _emit(self, request: Request, tokens: int, now: float) -> None:
+        if request.first_token_at is None:
+            request.first_token_at = now
+            self.stats.observe("time_to_first_token_seconds", now - request.arrival, self.index)
+        elif request.last_token_at is not None:
+            self.stats.observe("inter_token_latency_seconds", now - request.last_token_at, self.index)
+        request.last_token_at = now
+        request.generated += tokens
+        self.stats.count("generation_tokens", tokens, self.index)
+        request.out.put((tokens, None))
+        if request.generated >= request.max_tokens:
+            self._finish(request, "length", now)
+
+    def _finish(self, request: Request, reason: str, now: float) -> None:
+        request.done = True
+        if request in self.running:
+            self.running.remove(request)
+        for block in request.blocks:  # freed blocks stay cached until evicted
+            self.cache[block] = None
+            self.cache.move_to_end(block)
+        while len(self.cache) * self.block > self.pool:
+            self.cache.popitem(last=False)
+        s = self.stats
+        s.count_by("request_success", "finished_reason", reason, 1, self.index)
+        s.observe("e2e_request_latency_seconds", now - request.arrival, self.index)
+        s.observe("request_prompt_tokens", request.prompt_tokens, self.index)
+        s.observe("request_generation_tokens", request.generated, self.index)
+        if request.first_token_at is not None:
+            s.observe("request_decode_time_seconds", now - request.first_token_at, self.index)
+            s.observe("request_inference_time_seconds", now - (request.admitted_at or now), self.index)
+            if request.generated > 1:
+                s.observe("request_time_per_output_token_seconds",
+                          (now - request.first_token_at) / (request.generated - 1), self.index)
+        request.out.put((0, reason))
+
+
+class EngineSim:
+    """All DP replicas behind one API server, stepped by one background thread."""
+
+    def __init__(self, replicas: list[EngineReplica], clock: Callable[[], float] = time.monotonic) -> None:
+        self.replicas = replicas
+        self.stats = replicas[0].stats  # one Stats for every replica, keyed by engine index
+        self.clock = clock
+        self.lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sim-engine", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def submit(self, text: str, max_tokens: int) -> Request:
+        with self.lock:
+            replica = min(self.replicas, key=lambda r: len(r.running) + len(r.waiting))
+            tokens, blocks = prompt_blocks(text, replica.block)
+            request = Request(rid=f"cmpl-{next(self._ids):08x}", engine=replica.index, prompt_tokens=tokens,
+                              blocks=blocks, max_tokens=max(1, max_tokens), arrival=self.clock())
+            replica.waiting.append(request)
+        return request
+
+    def abort(self, request: Request) -> None:
+        with self.lock:
+            replica = self.replicas[request.engine]
+            if request in replica.waiting:
+                replica.waiting.remove(request)
+            if not request.done:
+                replica._finish(request, "abort", self.clock())
+
+    def load(self) -> float:
+        """How busy the GPUs are, 0..1 (the simulated rig shows it as utilisation and power)."""
+        return max((r.busy for r in self.replicas), default=0.0)
+
+    def _run(self) -> None:
+        last = self.clock()
+        while not self._stop.wait(STEP):
+            now = self.clock()
+            with self.lock:
+                for replica in self.replicas:
+                    replica.step(now, now - last)
+            last = now

@@ -1,0 +1,155 @@
+"""The simulator's HTTP API: vLLM's endpoints on 127.0.0.1 (or the profile's host).
+
+/health, /version, /load, /metrics, /v1/models, and OpenAI-style /v1/completions and
+/v1/chat/completions, streamed (SSE) or not. Access lines go to the log the way uvicorn
+writes them, except for endpoints the profile silenced.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from rigctl.sim import exposition
+from rigctl.sim.boot import VERSION, VllmLog
+from rigctl.sim.engine import EngineSim, Request
+
+
+class SimServer(ThreadingHTTPServer):
+    daemon_threads = True
+    engine: EngineSim
+    log: VllmLog
+    served_names: list[str]
+    max_model_len: int
+    api_keys: list[str]
+    quiet_paths: set[str]
+    cache_info: dict[str, str]
+    started: float
+    created: int
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: SimServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler API
+        return  # access lines are written by _access in uvicorn's format
+
+    def _access(self, status: int) -> None:
+        path = self.path.split("?")[0]
+        if path not in self.server.quiet_paths:
+            phrase = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}.get(status, "")
+            self.server.log.uvicorn(f'{self.client_address[0]}:{self.client_address[1]} - "{self.command} '
+                                    f'{self.path} HTTP/1.1" {status} {phrase}')
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self._access(status)
+
+    def _json(self, status: int, data: Any) -> None:
+        self._send(status, json.dumps(data).encode())
+
+    def _error(self, status: int, message: str, kind: str) -> None:
+        self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": status}})
+
+    def _authorised(self) -> bool:
+        if not self.server.api_keys or not self.path.startswith("/v1"):
+            return True  # like vLLM, the key guards /v1 only; /metrics and /health stay open
+        token = self.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return token in self.server.api_keys
+
+    def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler API
+        path = self.path.split("?")[0]
+        if not self._authorised():
+            self._json(401, {"error": "Unauthorized"})
+        elif path in ("/health", "/ping"):
+            self._send(200, b"")
+        elif path == "/version":
+            self._json(200, {"version": VERSION})
+        elif path == "/load":
+            self._json(200, {"server_load": 0})
+        elif path == "/metrics":
+            with self.server.engine.lock:
+                text = exposition.render(self.server.engine.replicas[0].stats, self.server.served_names[0],
+                                         self.server.cache_info, self.server.started)
+            self._send(200, text.encode(), exposition.CONTENT_TYPE)
+        elif path == "/v1/models":
+            cards = [{"id": name, "object": "model", "created": self.server.created, "owned_by": "vllm",
+                      "root": self.server.served_names[0], "parent": None, "max_model_len": self.server.max_model_len}
+                     for name in self.server.served_names]
+            self._json(200, {"object": "list", "data": cards})
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        path = self.path.split("?")[0]
+        if path not in ("/v1/completions", "/v1/chat/completions"):
+            self._json(404, {"detail": "Not Found"})
+            return
+        if not self._authorised():
+            self._json(401, {"error": "Unauthorized"})
+            return
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
+        except ValueError:
+            self._error(400, "invalid JSON body", "BadRequestError")
+            return
+        if body.get("model") and body["model"] not in self.server.served_names:
+            self._error(404, f"The model `{body['model']}` does not exist.", "NotFoundError")
+            return
+        chat = path.endswith("chat/completions")
+        text = (" ".join(str(m.get("content", "")) for m in body.get("messages", []))
+                if chat else str(body.get("prompt", "")))
+        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        request = self.server.engine.submit(text, max_tokens)
+        if body.get("stream"):
+            self._stream(request, chat)
+        else:
+            self._complete(request, chat)
+
+    def _pieces(self, request: Request):  # noqa: ANN202 - generator of (tokens, finish reason)
+        while True:
+            tokens, reason = request.out.get()
+            yield tokens, reason
+            if reason is not None:
+                return
+
+    def _stream(self, request: Request, chat: bool) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self._access(200)
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        try:
+            for tokens, reason in self._pieces(request):
+                text = " tok" * tokens
+                choice = {"index": 0, "finish_reason": reason}
+                choice.update({"delta": {"content": text}} if chat else {"text": text})
+                chunk = {"id": request.rid, "object": kind, "created": int(time.time()),
+                         "model": self.server.served_names[0], "choices": [choice]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.server.engine.abort(request)
+        self.close_connection = True
+
+    def _complete(self, request: Request, chat: bool) -> None:
+        generated, finish = 0, "length"
+        for tokens, reason in self._pieces(request):
+            generated += tokens
+            finish = reason or finish
+        text = " tok" * generated
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+        choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+        self._json(200, {"id": request.rid, "object": "chat.completion" if chat else "text_completion",
+                         "created": int(time.time()), "model": self.server.served_names[0], "choices": [choice],
+                         "usage": {"prompt_tokens": request.prompt_tokens, "completion_tokens": generated,
+                                   "total_tokens": request.prompt_tokens + generated}})

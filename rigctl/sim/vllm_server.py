@@ -1,0 +1,225 @@
+"""`python -m rigctl.sim.vllm_server serve MODEL [flags]`: a stand-in for `vllm serve`.
+
+Started exactly as vLLM is started, it parses the same flags, writes vLLM 0.33's boot log,
+fails the ways vLLM fails when a profile does not fit the simulated rig (RIGCTL_SIM),
+then serves vLLM's HTTP API until SIGTERM. While it runs it claims memory and load on the
+simulated GPUs, so the rig view shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from rigctl.gpu.model import P2PCap, P2PStatus
+from rigctl.gpu.rigspec import RigSpec, load_rig
+from rigctl.gpu.sim_claims import default_claims_dir, remove_claim, write_claim
+from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.sim import args as sim_args
+from rigctl.sim.boot import VERSION, BootFailed, VllmLog, engine_processes, run_boot
+from rigctl.sim.engine import EngineReplica, EngineSim, Speed
+from rigctl.sim.http_api import Handler, SimServer
+from rigctl.sim.memory import EngineConfig, MemoryPlan, plan
+from rigctl.sim.models import ModelSpec, lookup
+from rigctl.sim.stats import Stats
+
+DEFAULT_RIG = "2x3090-nvlink"
+_BANDWIDTH = (("5090", 1792.0), ("4090", 1008.0), ("3090 Ti", 1008.0), ("3090", 936.0), ("A6000", 768.0))
+
+
+def gpu_speed_factor(name: str) -> float:
+    """Decode is memory-bound: scale by memory bandwidth relative to an RTX 3090."""
+    return next((bw for key, bw in _BANDWIDTH if key in name), 900.0) / 936.0
+
+
+def tp_speedup(rig: RigSpec, devices: list[int], tp: int) -> float:
+    if tp <= 1:
+        return 1.0
+    pair = rig.pair(devices[0], devices[1]) if len(devices) > 1 else None
+    if pair and rig.gpus[devices[0]].nvlink_peer == devices[1]:
+        base = 1.8  # all-reduce over NVLink
+    elif pair and pair.p2p.get(P2PCap.READ) is P2PStatus.OK:
+        base = 1.6
+    else:
+        base = 1.45  # through host memory: every layer waits on PCIe
+    return base * (tp / 2) ** 0.8
+
+
+def visible_devices(rig: RigSpec) -> list[int]:
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if raw is None or raw.strip() == "":
+        return [g.index for g in rig.gpus]
+    return [int(x) for x in raw.split(",") if x.strip().isdigit() and int(x) < len(rig.gpus)]
+
+
+def non_default_args(ns: object) -> str:
+    return repr({k: v for k, v in vars(ns).items() if v not in (None, False, [])})
+
+
+def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: RigSpec, devices: list[int]) -> EngineSim:
+    total = plan0.total
+    # RIGCTL_SIM_SPEED compresses serving time the way RIGCTL_SIM_TIME_SCALE compresses boots.
+    fast = float(os.environ.get("RIGCTL_SIM_SPEED", "1") or 1)
+    speed = Speed(
+        decode_tps=model.decode_tps_tp1 * gpu_speed_factor(rig.gpus[devices[0]].name) * tp_speedup(rig, devices, cfg.tp)
+        * fast,
+        prefill_tps=model.decode_tps_tp1 * 120 * tp_speedup(rig, devices, cfg.tp) * fast,
+        spec_tokens=cfg.spec_tokens,
+        async_scheduling=bool(cfg.async_scheduling),
+    )
+    stats = Stats(cfg.dp, plan0.max_model_len, spec=cfg.spec_tokens > 0)
+    pool = plan0.kv_tokens if not model.hybrid else int(plan0.kv_memory / plan0.kv_bytes_per_token)
+    replicas = [EngineReplica(d, pool, plan0.block_size if cfg.enable_prefix_caching is not False else 10**9,
+                              cfg.seqs(total), cfg.chunk(total), speed, stats, random.Random(1234 + d))
+                for d in range(cfg.dp)]
+    return EngineSim(replicas)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "serve":
+        print("usage: vllm serve MODEL [options]", file=sys.stderr)
+        return 2
+    reject = frozenset(f for f in os.environ.get("RIGCTL_SIM_REJECT_FLAGS", "").split(",") if f)
+    ns = sim_args.build_parser(reject=reject).parse_args(argv[1:])  # exits 2 on unknown flags, as vLLM does
+    cfg = sim_args.engine_config(ns)
+    log = VllmLog(sys.stdout, os.getpid())
+    log("APIServer", "startup.py:38", f"vLLM server version {VERSION}, serving model {cfg.model}")
+    log("APIServer", "startup.py:96", f"non-default args: {non_default_args(ns)}")
+    host = ns.host if ns.host is not None else "0.0.0.0"
+    port = ns.port or 8000
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, port))  # bound before the engine starts, listening only when ready
+    except OSError as exc:
+        log.raw(f"(APIServer pid={os.getpid()}) Traceback (most recent call last):")
+        log.raw(f'(APIServer pid={os.getpid()})   File "vllm/entrypoints/launchers/launcher.py", line 352, in '
+                "create_server_socket")
+        log.raw(f"(APIServer pid={os.getpid()}) OSError: [Errno {exc.errno}] {exc.strerror}")
+        return 1
+    rig = load_rig(os.environ.get("RIGCTL_SIM") or DEFAULT_RIG)
+    model = lookup(cfg.model)
+    max_len = cfg.max_model_len or model.max_position
+    log("APIServer", "model.py:744", f"Resolved architecture: {model.architecture}")
+    log("APIServer", "model.py:2170", f"Using max model len {max_len}")
+    devices = visible_devices(rig)
+    needed = cfg.tp * cfg.pp * cfg.dp
+    claims_dir = default_claims_dir()
+    if needed > len(devices):
+        log.raw(f"(APIServer pid={os.getpid()}) ValueError: World size ({needed}) is larger than the number of "
+                f"available GPUs ({len(devices)}) in this node.")
+        return 1
+    free = {s.index: s.memory_free for s in SimulatedBackend(rig, claims_dir=claims_dir).sample()}
+    used = devices[:needed]
+    plans = [plan(model, cfg, rig.gpus[d].memory_total, int(free[d] or 0)) for d in used]
+    titles = _titles(cfg)
+    state = {"memory": 0.0}
+
+    def claim(memory: float, load: float) -> None:
+        write_claim(claims_dir, os.getpid(), [{"gpu": d, "memory_bytes": int(memory), "title": titles[i],
+                                               "load": load} for i, d in enumerate(used)])
+
+    def on_weights() -> None:
+        state["memory"] = plans[0].weights + plans[0].mtp_head + plans[0].non_torch
+        claim(state["memory"], 0.9)
+
+    def on_kv() -> None:
+        state["memory"] = plans[0].used_after_boot
+        claim(state["memory"], 0.6)
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        claim(0.3 * 1024**3, 0.1)
+        run_boot(log, cfg, model, plans, used, on_weights, on_kv)
+        engine = build_engine(cfg, model, plans[0], rig, used)
+        serve(log, sock, ns, cfg, engine, plans[0], host, port, lambda load: claim(state["memory"], load))
+    except BootFailed:
+        return 1
+    except KeyboardInterrupt:
+        log.uvicorn("Shutting down")
+        log.uvicorn("Application shutdown complete.")
+        log.uvicorn(f"Finished server process [{os.getpid()}]")
+        return 0
+    finally:
+        remove_claim(claims_dir, os.getpid())
+    return 0
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds serve_forever in the main thread: a clean, logged shutdown
+
+
+def _titles(cfg: EngineConfig) -> list[str]:
+    if cfg.tp * cfg.pp == 1:
+        return [f"VLLM::EngineCore_DP{d}" if cfg.dp > 1 else "VLLM::EngineCore" for d in range(cfg.dp)]
+    return [f"VLLM::Worker_DP{d}_TP{r}" if cfg.dp > 1 else f"VLLM::Worker_TP{r}"
+            for d in range(cfg.dp) for r in range(cfg.tp * cfg.pp)]
+
+
+def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engine: EngineSim, plan0: MemoryPlan,
+          host: str, port: int, report_load: "callable") -> None:
+    server = SimServer((host, port), Handler, bind_and_activate=False)
+    server.socket.close()
+    server.socket = sock
+    server.server_activate()
+    server.engine, server.log = engine, log
+    names = getattr(ns, "served_model_name", None) or [cfg.model]
+    server.served_names = [str(n) for n in names]
+    server.max_model_len = plan0.max_model_len
+    server.api_keys = [str(k) for k in (getattr(ns, "api_key", None) or [])]
+    quiet = getattr(ns, "disable_access_log_for_endpoints", None) or ""
+    server.quiet_paths = {p.strip() for p in str(quiet).split(",") if p.strip()}
+    server.started, server.created = time.time(), int(time.time())
+    blocks = int(plan0.kv_memory / (plan0.kv_bytes_per_token * plan0.block_size)) if plan0.kv_bytes_per_token else 0
+    server.cache_info = {
+        "block_size": str(plan0.block_size), "cache_dtype": cfg.kv_cache_dtype,
+        "enable_prefix_caching": str(cfg.enable_prefix_caching is not False),
+        "gpu_memory_utilization": str(cfg.gpu_memory_utilization), "kv_cache_size_tokens": str(plan0.kv_tokens),
+        "kv_cache_max_concurrency": f"{plan0.concurrency:.2f}", "num_gpu_blocks": str(blocks * cfg.dp),
+        "num_cpu_blocks": "0", "prefix_caching_hash_algo": "sha256",
+    }
+    engine.start()
+    log("APIServer", "entry.py:139", f"Starting vLLM server on http://{host}:{port}")
+    log("APIServer", "launcher.py:188", "Available routes are:")
+    for route, methods in (("/health", "GET"), ("/metrics", "GET"), ("/version", "GET"), ("/v1/models", "GET"),
+                           ("/v1/completions", "POST"), ("/v1/chat/completions", "POST")):
+        log("APIServer", "launcher.py:196", f"Route: {route}, Methods: {methods}")
+    log.uvicorn(f"Started server process [{os.getpid()}]")
+    log.uvicorn("Waiting for application startup.")
+    log.uvicorn("Application startup complete.")
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        last_tokens, last = 0.0, time.monotonic()
+        while not stop.wait(1.0):
+            report_load(0.08 + 0.9 * engine.load())
+            now = time.monotonic()
+            tokens = sum(engine.stats.counter_value("generation_tokens", e) for e in range(cfg.dp))
+            if tokens != last_tokens and now - last >= 10:
+                _stats_line(log, engine, cfg, tokens - last_tokens, now - last)
+                last_tokens, last = tokens, now
+
+    threading.Thread(target=heartbeat, name="sim-heartbeat", daemon=True).start()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        stop.set()
+        engine.stop()
+
+
+def _stats_line(log: VllmLog, engine: EngineSim, cfg: EngineConfig, tokens: float, seconds: float) -> None:
+    for d, process in enumerate(engine_processes(cfg)):
+        replica = engine.replicas[d]
+        log("APIServer", "loggers.py:271", f"Engine {d:03d}: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+            f"throughput: {tokens / seconds / cfg.dp:.1f} tokens/s, Running: {len(replica.running)} reqs, Waiting: "
+            f"{len(replica.waiting)} reqs, GPU KV cache usage: {replica.usage() * 100:.1f}%")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

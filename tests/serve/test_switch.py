@@ -1,0 +1,160 @@
+"""The switch transaction against the real simulator process: every failure ends with the
+previous profile serving, the right cause and exit code."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rigctl.errors import ExitCode
+from rigctl.gpu.rigspec import MIB
+from rigctl.gpu.sim_claims import default_claims_dir, write_claim
+from rigctl.profiles.schema import ProfileError
+from rigctl.serve import history
+from rigctl.serve import switch as transaction
+from rigctl.serve.lock import RigBusyError
+from rigctl.serve.state import read_state
+from tests.serve.conftest import add_profile
+
+
+def serves(port: int) -> tuple[str, int]:
+    cards = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).json()["data"]
+    return cards[0]["id"], cards[0]["max_model_len"]
+
+
+def test_good_switch_records_state_history_and_serves(ctx, port: int) -> None:
+    outcome = transaction.switch(ctx, "good")
+    assert outcome.status == "switched" and outcome.exit_code is ExitCode.OK
+    assert serves(port) == ("qwen3.6-27b", 131072)
+    state = read_state()
+    assert state.status == "serving" and state.profile == "good" and state.last_good == "good"
+    (record,) = history.read_all()
+    assert record.profile == "good" and record.vllm_version == "0.33.0" and record.max_model_len == 131072
+    assert 500_000 < record.kv_tokens < 800_000 and record.boot_seconds < 10
+    phases = [e.text for e in ctx.events if e.kind == "phase"]
+    assert phases[0] == "vLLM started" and phases[-1] == "application startup complete"
+    assert "KV cache allocated" in phases
+
+
+FAILURES = [
+    ("oom_load", 'quantization = "fp8"\ntensor_parallel_size = 1\n', "CUDA out of memory while loading the weights"),
+    ("max_model_len", "max_model_len = 1048576\n", "vLLM estimates"),
+    ("crash", '[env]\nRIGCTL_SIM_CRASH_AT = "profile"\n', "crashed"),
+    ("unknown_flag", 'async_scheduling = true\n[env]\nRIGCTL_SIM_REJECT_FLAGS = "--async-scheduling"\n',
+     "vLLM does not accept --async-scheduling"),
+]
+
+
+@pytest.mark.parametrize("cause,body,summary", FAILURES, ids=[f[0] for f in FAILURES])
+def test_failed_switch_rolls_back(ctx, profiles: Path, port: int, cause: str, body: str, summary: str) -> None:
+    add_profile(profiles, "bad", body, port)
+    assert transaction.switch(ctx, "good").status == "switched"
+    outcome = transaction.switch(ctx, "bad")
+    assert outcome.status == "rolled_back" and outcome.exit_code is ExitCode.ROLLED_BACK
+    assert outcome.attempt.failure.cause == cause, outcome.attempt.failure
+    assert summary in outcome.message
+    assert outcome.rollback.ok and outcome.rollback_profile == "good"
+    assert serves(port)[0] == "qwen3.6-27b"
+    state = read_state()
+    assert state.profile == "good" and state.status == "serving" and "rolled back" in state.detail
+
+
+def test_max_model_len_failure_names_the_suggested_length(ctx, profiles: Path, port: int) -> None:
+    add_profile(profiles, "long", "max_model_len = 1048576\n", port)
+    transaction.switch(ctx, "good")
+    failure = transaction.switch(ctx, "long").attempt.failure
+    assert failure.max_model_len == 1_048_576 and 500_000 < failure.estimated_max_len < 1_048_576
+    assert f"set max_model_len to {failure.estimated_max_len:,} or less" in failure.suggestion
+
+
+def test_foreign_vram_fails_the_greedy_profile_and_the_modest_one_returns(ctx, profiles: Path, port: int) -> None:
+    add_profile(profiles, "modest", "gpu_memory_utilization = 0.80\n", port)
+    add_profile(profiles, "greedy", "gpu_memory_utilization = 0.95\n", port)
+    assert transaction.switch(ctx, "modest").status == "switched"
+    squatter = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        write_claim(default_claims_dir(), squatter.pid, [{"gpu": 0, "memory_bytes": 3000 * MIB, "title": None,
+                                                          "load": 0.0}])
+        outcome = transaction.switch(ctx, "greedy")
+        assert outcome.attempt.failure.cause == "foreign_vram"
+        assert any(e.kind == "warning" and "3,000 MiB held by python" in e.text for e in ctx.events)
+        assert outcome.status == "rolled_back" and serves(port)[0] == "qwen3.6-27b"
+    finally:
+        squatter.kill()
+        squatter.wait()
+
+
+def test_boot_timeout_rolls_back(ctx, profiles: Path, port: int) -> None:
+    add_profile(profiles, "stuck", '[env]\nRIGCTL_SIM_HANG_AT = "graphs"\n', port)
+    transaction.switch(ctx, "good")
+    outcome = transaction.switch(ctx, "stuck", timeout=1.5)
+    assert outcome.attempt.failure.cause == "timeout"
+    assert "last phase: KV cache allocated" in outcome.attempt.failure.summary
+    assert outcome.status == "rolled_back" and serves(port)[0] == "qwen3.6-27b"
+
+
+def test_port_held_by_another_process_refuses_before_touching_anything(ctx, profiles: Path, port: int) -> None:
+    transaction.switch(ctx, "good")
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        busy = other.getsockname()[1]
+        add_profile(profiles, "elsewhere", "", busy)
+        outcome = transaction.switch(ctx, "elsewhere")
+        assert outcome.status == "refused" and f"port {busy} is held by pid {os.getpid()}" in outcome.message
+        assert outcome.exit_code is ExitCode.ROLLED_BACK and "good keeps serving" in outcome.message
+    assert serves(port)[0] == "qwen3.6-27b" and read_state().profile == "good"
+
+
+def test_port_in_use_at_boot_is_classified(ctx, profiles: Path, port: int) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", port))  # bound, not listening: preflight cannot see it, vLLM's bind can
+        outcome = transaction.start(ctx, "good")
+    assert outcome.status == "failed" and outcome.attempt.failure.cause == "port_in_use"
+    assert outcome.exit_code is ExitCode.ROLLBACK_FAILED
+
+
+def test_invalid_profile_touches_nothing(ctx, profiles: Path, port: int) -> None:
+    transaction.switch(ctx, "good")
+    add_profile(profiles, "typo", "max_num_seq = 8\n", port)
+    before = read_state()
+    with pytest.raises(ProfileError, match="did you mean max_num_seqs"):
+        transaction.switch(ctx, "typo")
+    assert read_state() == before and serves(port)[0] == "qwen3.6-27b"
+
+
+def test_no_rollback_leaves_nothing_serving(ctx, profiles: Path, port: int) -> None:
+    add_profile(profiles, "bad", '[env]\nRIGCTL_SIM_CRASH_AT = "load"\n', port)
+    transaction.switch(ctx, "good")
+    outcome = transaction.switch(ctx, "bad", rollback=False)
+    assert outcome.status == "failed" and outcome.exit_code is ExitCode.ROLLBACK_FAILED
+    assert read_state().status == "failed" and read_state().profile is None
+
+
+def test_second_switch_is_refused_while_one_runs_then_may_wait(ctx, profiles: Path, port: int) -> None:
+    add_profile(profiles, "slow", '[env]\nRIGCTL_SIM_TIME_SCALE = "0.04"\n', port)
+    results = {}
+    first = threading.Thread(target=lambda: results.setdefault("a", transaction.switch(ctx, "slow")))
+    first.start()
+    time.sleep(0.4)
+    with pytest.raises(RigBusyError, match=r"the rig is busy: pid \d+ \(switch to slow"):
+        transaction.switch(ctx, "alt", lock_wait=0)
+    waited = transaction.switch(ctx, "alt", lock_wait=30)
+    first.join()
+    assert results["a"].status == "switched" and waited.status == "switched"
+    assert read_state().profile == "alt"
+
+
+def test_history_compares_pools(ctx) -> None:
+    transaction.switch(ctx, "good")
+    transaction.switch(ctx, "alt")
+    pools = {r.profile: r.kv_tokens for r in history.read_all()}
+    assert pools["good"] > 2 * pools["alt"]  # int4 weights leave more than twice the KV of FP8

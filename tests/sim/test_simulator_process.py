@@ -1,0 +1,200 @@
+"""The simulator as a real process on 127.0.0.1: vLLM's flags, log, errors and HTTP API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rigctl.engine.bootlog import read_bootlog
+from rigctl.gpu.rigspec import load_rig
+from rigctl.gpu.sampler import RigSampler
+from rigctl.gpu.sim_claims import default_claims_dir
+from rigctl.gpu.simulated import SimulatedBackend
+from tests.serve.conftest import free_port
+
+AWQ_TP2 = ["serve", "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--quantization", "awq_marlin",
+           "--max-model-len", "131072", "--kv-cache-dtype", "fp8_e5m2", "--served-model-name", "qwen3.6-27b",
+           "--host", "127.0.0.1"]
+
+
+@pytest.fixture
+def sim_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
+    monkeypatch.setenv("RIGCTL_SIM_SPEED", "20")
+    return dict(os.environ)
+
+
+def launch(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "rigctl.sim.vllm_server", *args], env=env,
+                            stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], limit: float = 15.0) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "simulator exited during boot"
+        try:
+            if httpx.get(f"{url}/health", timeout=0.5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("not ready")
+
+
+def _serve(extra: list[str], env: dict[str, str], log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    port = free_port()
+    proc = launch([*AWQ_TP2, "--port", str(port), *extra], env, log)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, proc)
+    yield url, proc, log
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def server(sim_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    yield from _serve(["--speculative-config", '{"method":"mtp","num_speculative_tokens":3}'], sim_env,
+                      tmp_path / "vllm.log")
+
+
+@pytest.fixture
+def small_pool(sim_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """256 MiB of KV at 16 KiB a token: 16,384 tokens, 2.5 requests of 4,096."""
+    yield from _serve(["--kv-cache-memory-bytes", str(256 * 2**20), "--max-model-len", "4096",
+                       "--max-num-seqs", "16"], sim_env, tmp_path / "small.log")
+
+
+def test_unknown_flag_exits_2_like_vllm(sim_env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "rigctl.sim.vllm_server", "serve", "m", "--swap-space", "4"],
+                          env=sim_env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "vllm serve: error: unrecognized arguments: --swap-space 4" in done.stderr
+
+
+def test_port_in_use_fails_like_vllm(sim_env: dict[str, str], tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "rigctl.sim.vllm_server", *AWQ_TP2, "--port", str(port)],
+                              env=sim_env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "OSError: [Errno 98] Address already in use" in done.stdout
+
+
+def test_connection_refused_during_boot_then_ready(sim_env: dict[str, str], tmp_path: Path) -> None:
+    port = free_port()
+    proc = launch([*AWQ_TP2, "--port", str(port)], {**sim_env, "RIGCTL_SIM_TIME_SCALE": "0.05"}, tmp_path / "l")
+    try:
+        time.sleep(0.4)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+        wait_ready(f"http://127.0.0.1:{port}", proc)
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0  # SIGTERM: a clean exit
+
+
+def test_boot_log_in_vllm_033_order(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url, proc, log = server
+    report = read_bootlog(log.read_text().splitlines())
+    assert report.version == "0.33.0" and report.ready
+    assert [p.name for p in report.phases] == ["start", "args", "engine", "weights", "model", "compile", "kv_memory",
+                                               "kv_cache", "graphs", "init", "server", "ready"]
+    assert report.kv_tokens and report.max_concurrency and report.concurrency_len == 131072
+    text = log.read_text()
+    assert "non-default args: {" in text and "Starting vLLM server on http://127.0.0.1:" in text
+    assert '"GET /health HTTP/1.1" 200 OK' in text  # uvicorn's access lines, unless the profile silences them
+
+
+def test_models_version_and_metrics(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url, _, _ = server
+    models = httpx.get(f"{url}/v1/models").json()
+    assert models["data"][0]["id"] == "qwen3.6-27b" and models["data"][0]["max_model_len"] == 131072
+    assert httpx.get(f"{url}/version").json() == {"version": "0.33.0"}
+    metrics = httpx.get(f"{url}/metrics")
+    assert metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    for name in ("vllm:num_requests_running{", "vllm:kv_cache_usage_perc{", "vllm:prefix_cache_queries_total{",
+                 "vllm:time_to_first_token_seconds_bucket{", "vllm:spec_decode_num_drafts_total{",
+                 'vllm:cache_config_info{block_size="800"', "vllm:request_success_total{"):
+        assert name in metrics.text, name
+
+
+def _complete(url: str, prompt: str, tokens: int) -> dict:  # type: ignore[type-arg]
+    return httpx.post(f"{url}/v1/completions", json={"model": "qwen3.6-27b", "prompt": prompt, "max_tokens": tokens},
+                      timeout=60).json()
+
+
+def _counter(url: str, name: str) -> float:
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(name)
+
+
+def test_streaming_chat_and_unknown_model(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url, _, _ = server
+    with httpx.stream("POST", f"{url}/v1/chat/completions", timeout=30,
+                      json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "stream": True}) as r:
+        events = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(e[6:]) for e in events[:-1]]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert sum(c["choices"][0]["delta"]["content"].count("tok") for c in chunks) == 12
+    missing = httpx.post(f"{url}/v1/completions", json={"model": "nope", "prompt": "x"})
+    assert missing.status_code == 404 and "does not exist" in missing.json()["error"]["message"]
+
+
+def test_prefix_cache_hits_on_a_repeated_prefix(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url, _, _ = server
+    prefix = "system prompt " * 1200  # ~4,200 tokens: several 800-token hybrid blocks
+    _complete(url, prefix + "first question", 4)
+    hits_before = _counter(url, "vllm:prefix_cache_hits_total")
+    _complete(url, prefix + "second question", 4)
+    assert _counter(url, "vllm:prefix_cache_hits_total") - hits_before >= 3200
+    short_before = _counter(url, "vllm:prefix_cache_hits_total")
+    _complete(url, "tiny", 2)
+    _complete(url, "tiny", 2)  # shorter than one block: a hybrid model never hits (the 528/784-token trap)
+    assert _counter(url, "vllm:prefix_cache_hits_total") == short_before
+
+
+def test_preemption_when_the_pool_runs_out(small_pool: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url, _, _ = small_pool
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:  # 10 x (1,500 + 800) tokens > 16,384
+        results = list(pool.map(lambda i: _complete(url, f"request {i} " + "word " * 1200, 800), range(10)))
+    assert all(r["usage"]["completion_tokens"] == 800 for r in results)  # preempted requests still finish
+    assert _counter(url, "vllm:num_preemptions_total") > 0
+
+
+def test_spec_decode_counters(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url, _, _ = server
+    _complete(url, "count to a thousand", 300)
+    drafts = _counter(url, "vllm:spec_decode_num_drafts_total")
+    accepted = _counter(url, "vllm:spec_decode_num_accepted_tokens_total")
+    assert drafts > 0 and 0.3 < accepted / (3 * drafts) < 0.7  # acceptance near MTP's 0.51 at k=3
+
+
+def test_sigterm_is_clean_and_the_rig_view_agrees(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url, proc, log = server
+    snapshot = RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"), claims_dir=default_claims_dir()),
+                          with_host=False).snapshot()
+    titles = {p.name for s in snapshot.samples for p in s.processes if p.pid == proc.pid}
+    assert titles == {"VLLM::Worker_TP0", "VLLM::Worker_TP1"}
+    assert all(s.memory_used > 18 * 2**30 for s in snapshot.samples)
+    assert not [w for w in snapshot.warnings if w.code == "foreign-vram"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+    assert "Application shutdown complete." in log.read_text()
+    assert not (default_claims_dir() / f"{proc.pid}.json").exists()
