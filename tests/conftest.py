@@ -17,3 +17,22 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in ("RIGCTL_SIM", "RIGCTL_STATE_DIR", "RIGCTL_CONFIG_DIR", "CUDA_DEVICE_ORDER"):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture
+def port() -> int:
+    from tests.support.serving import free_port
+
+    return free_port()
+
+
+@pytest.fixture
+def profiles(isolated_dirs: Path, port: int) -> Path:
+    """User profiles on a test port: `good` (AWQ TP=2), `alt` (FP8 TP=2)."""
+    from tests.support.serving import add_profile
+
+    user = isolated_dirs / "config" / "rigctl" / "profiles"
+    user.mkdir(parents=True)
+    add_profile(user, "good", "", port)
+    add_profile(user, "alt", "", port, parent="qwen36-27b-fp8-tp2")
+    return user

@@ -55,8 +55,9 @@ class Progress:
         prefix = {"warning": "warning: ", "failure": "FAILED: "}.get(event.kind, "")
         if event.kind == "phase":
             print(f"{stamp}   {event.profile}: {event.text}", flush=True)
-        elif event.kind == "line":
-            print(f"{stamp}     | {event.text}", flush=True)
+        elif event.kind in ("line", "command"):
+            if self.verbose or event.kind == "command":
+                print(f"{stamp}     {'$' if event.kind == 'command' else '|'} {event.text}", flush=True)
         else:
             print(f"{stamp} {prefix}{event.text}", flush=True)
 

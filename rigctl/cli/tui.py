@@ -1,33 +1,95 @@
-"""`rigctl` with no subcommand opens the TUI; `rigctl demo` opens it on a simulated rig."""
+"""`rigctl` with no subcommand opens the TUI; `rigctl demo` opens it on a simulated rig with
+the simulator serving a shipped profile under a light synthetic load."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from rigctl.cli import common
-from rigctl.gpu.backend import open_backend, selected_sim
 
 DEMO_RIG = "2x3090-nvlink"
+DEMO_PROFILE = {
+    "2x3090-nvlink": "qwen36-27b-awq-tp2",
+    "2x3090-gen3-x8": "qwen36-27b-awq-tp2",
+    "2x4090-pcie": "qwen36-27b-4090-tp2-mtp",
+    "1x3090": "qwen36-27b-1x3090",
+}
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "demo", "open the TUI on a simulated rig (no GPU needed)")
+    parser = common.add_command(sub, "demo", "the TUI on a simulated rig serving a shipped profile (no GPU needed)")
+    parser.add_argument("--profile", help="the profile to start with (default: one made for the rig)")
+    parser.add_argument("--no-load", action="store_true", help="no synthetic requests")
     parser.set_defaults(handler=run_demo)
 
 
-def run_tui(args: argparse.Namespace) -> int:
-    from rigctl.gpu.sampler import RigSampler
+def run_tui(args: argparse.Namespace, initial: str | None = None) -> int:
+    from rigctl.cli.serving import make_context
     from rigctl.tui.app import make_app  # Textual is only imported here
 
-    sampler = RigSampler(open_backend(selected_sim(getattr(args, "sim", None))))
+    ctx = make_context(args)
+    if ctx.sampler is None:
+        from rigctl.gpu.backend import open_backend, selected_sim
+
+        open_backend(selected_sim(getattr(args, "sim", None)))  # raises the one-line no-driver error
+    assert ctx.sampler is not None
+    ctx.sampler = type(ctx.sampler)(ctx.sampler.backend)  # the TUI header wants host figures too
     try:
-        make_app(sampler).run()
+        make_app(ctx.sampler, ctx, settings=ctx.settings, poll_interval=ctx.settings.rig_interval,
+                 initial_switch=initial).run()
     finally:
-        sampler.close()
+        ctx.sampler.close()
     return 0
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def run_demo(args: argparse.Namespace) -> int:
-    args.sim = selected_sim(getattr(args, "sim", None)) or DEMO_RIG
-    return run_tui(args)
+    from rigctl.gpu.backend import selected_sim
+
+    rig = selected_sim(getattr(args, "sim", None)) or DEMO_RIG
+    args.sim = rig
+    home = Path(tempfile.mkdtemp(prefix="rigctl-demo-"))
+    os.environ["RIGCTL_STATE_DIR"] = str(home / "state")
+    os.environ["RIGCTL_CONFIG_DIR"] = str(home / "config")
+    os.environ.setdefault("RIGCTL_SIM_TIME_SCALE", "0.05")
+    port = _free_port()
+    user = home / "config" / "profiles"
+    user.mkdir(parents=True)
+    # The shipped profiles serve on 8000; the demo moves them to a free port by customising
+    # the shipped bases under their own names (how a user would do it too).
+    for base in ("qwen36-27b-base", "qwen25-3b-dp2"):
+        (user / f"{base}.toml").write_text(f'# demo: the shipped {base} on a free port\nextends = "{base}"\n\n'
+                                           f"[vllm]\nport = {port}\n")
+    load = None
+    if not args.no_load:
+        from rigctl.serve.record import read_record
+        from rigctl.sim.loadgen import LoadGenerator
+
+        def endpoint() -> tuple[str, str] | None:
+            record = read_record()
+            return (record.base_url, record.served_names[0]) if record else None
+
+        load = LoadGenerator(endpoint)
+        load.start()
+    try:
+        return run_tui(args, initial=args.profile or DEMO_PROFILE.get(rig, "qwen36-27b-awq-tp2"))
+    finally:
+        if load:
+            load.stop()
+        from rigctl.cli.serving import make_context
+        from rigctl.serve import switch as transaction
+
+        transaction.stop(make_context(args))
+        shutil.rmtree(home, ignore_errors=True)

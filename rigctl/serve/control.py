@@ -114,7 +114,8 @@ def _wait_vram_released(ctx: ServeContext, record: ServerRecord, limit: float = 
 
 
 def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) -> BootResult:
-    ctx.say("step", f"starting {profile.name}: {spec.display()}", profile.name)
+    ctx.say("step", f"starting {profile.name}", profile.name)
+    ctx.say("command", spec.display(), profile.name)
     record = ctx.launcher.start(spec, profile.name)
     write_record(record)  # before watching: a killed rigctl still leaves the server adoptable
     result = watch_boot(ctx.launcher, record, timeout, ctx.on_event)

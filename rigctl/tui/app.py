@@ -7,9 +7,19 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker
 
+from rigctl.config import Settings, load_settings
 from rigctl.gpu.sampler import RigSampler
-from rigctl.tui.messages import PollFailed, RigSampled
+from rigctl.profiles.schema import ProfileError
+from rigctl.serve import switch as transaction
+from rigctl.serve.bootwatch import Event
+from rigctl.serve.control import ServeContext
+from rigctl.serve.lock import RigBusyError
+from rigctl.serve.status import observe
+from rigctl.tui.messages import PollFailed, RigSampled, ServingSampled, SwitchFinished, SwitchProgress
+from rigctl.tui.screens.boot import BootScreen
+from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.dashboard import DashboardScreen
+from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
 
 
@@ -20,30 +30,47 @@ class RigApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("d", "show_dashboard", "Dashboard"),
         Binding("p", "show_profiles", "Profiles"),
+        Binding("l", "show_logs", "Logs"),
         Binding("r", "refresh", "Refresh"),
     ]
 
-    def __init__(self, sampler: RigSampler, poll_interval: float | None = 1.0) -> None:
+    def __init__(self, sampler: RigSampler, serve: ServeContext | None = None, settings: Settings | None = None,
+                 poll_interval: float | None = 1.0, initial_switch: str | None = None) -> None:
         super().__init__()
         self.sampler = sampler
+        self.serve = serve
+        self.settings = settings or (serve.settings if serve else load_settings())
         self.poll_interval = poll_interval
+        self.initial_switch = initial_switch
         self._rig_worker: Worker[None] | None = None
+        self._serving_worker: Worker[None] | None = None
+        self._switch_worker: Worker[None] | None = None
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info)
         self.profiles = ProfilesScreen(sampler.info)
+        self.logs = LogScreen(self.settings)
+        self.boot: BootScreen | None = None
+        if serve is not None:
+            serve.on_event = lambda event: self.post_message(SwitchProgress(event))
 
     def on_mount(self) -> None:
-        self.install_screen(self.dashboard, "dashboard")
-        self.install_screen(self.profiles, "profiles")
+        for name, screen in (("dashboard", self.dashboard), ("profiles", self.profiles), ("logs", self.logs)):
+            self.install_screen(screen, name)
         self.push_screen("dashboard")
         self.poll_now()
         if self.poll_interval:
-            self.set_interval(self.poll_interval, self.poll_now, name="poll-rig")
+            self.set_interval(self.poll_interval, self.poll_now, name="poll")
+        if self.initial_switch:
+            self.start_switch(self.initial_switch)
+
+    # -- polling ---------------------------------------------------------------------
 
     def poll_now(self) -> None:
-        """Start a rig sample unless one is still running (single-flight)."""
+        """Start a rig sample and a serving check unless the last ones still run (single-flight)."""
         if self._rig_worker is None or self._rig_worker.is_finished:
             self._rig_worker = self._poll_rig()
+        if self._serving_worker is None or self._serving_worker.is_finished:
+            self._serving_worker = self._poll_serving()
 
     @work(thread=True, group="poll-rig", exit_on_error=False, description="Sampling the GPUs")
     def _poll_rig(self) -> None:
@@ -54,17 +81,75 @@ class RigApp(App[None]):
             return
         self.post_message(RigSampled(snapshot))
 
+    @work(thread=True, group="poll-serving", exit_on_error=False, description="Checking the server")
+    def _poll_serving(self) -> None:
+        self.post_message(ServingSampled(observe(self.settings)))
+
     def on_rig_sampled(self, message: RigSampled) -> None:
         if self._rig_failing:
             self._rig_failing = False
             self.dashboard.mark_stale(False)
         self.dashboard.show(message.snapshot)
 
+    def on_serving_sampled(self, message: ServingSampled) -> None:
+        self.dashboard.show_serving(message.status)
+
     def on_poll_failed(self, message: PollFailed) -> None:
         if not self._rig_failing:  # notify once per outage, keep the last values marked stale
             self._rig_failing = True
             self.dashboard.mark_stale(True)
             self.notify(f"GPU sampling failed: {message.error}", severity="error")
+
+    # -- switching -------------------------------------------------------------------
+
+    def request_switch(self, name: str, detail: str = "") -> None:
+        if self.serve is None:
+            self.notify("switching needs a launcher: run rigctl on the rig, or with --sim", severity="warning")
+            return
+        if self._switch_worker is not None and not self._switch_worker.is_finished:
+            self.notify("a switch is already running", severity="warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.start_switch(name)
+
+        self.push_screen(ConfirmScreen(f"Switch to {name}? The running server stops first.", detail), answered)
+
+    def start_switch(self, name: str) -> None:
+        self.boot = BootScreen(name)
+        self.push_screen(self.boot)
+        self._switch_worker = self._run_switch(name)
+
+    @work(thread=True, group="switch", exit_on_error=False, description="Switching profile")
+    def _run_switch(self, name: str) -> None:
+        assert self.serve is not None
+        try:
+            outcome = transaction.switch(self.serve, name)
+        except (ProfileError, RigBusyError) as exc:
+            self.post_message(SwitchFinished(name, None, str(exc)))
+            return
+        except Exception as exc:  # shown, never fatal to the app
+            self.post_message(SwitchFinished(name, None, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(SwitchFinished(name, outcome))
+
+    def on_switch_progress(self, message: SwitchProgress) -> None:
+        event: Event = message.event  # type: ignore[assignment]
+        if self.boot is not None:
+            self.boot.add_event(event.kind, event.text, event.profile, event.seconds)
+
+    def on_switch_finished(self, message: SwitchFinished) -> None:
+        outcome = message.outcome
+        ok = outcome is not None and getattr(outcome, "status", "") == "switched"
+        text = message.error or getattr(outcome, "message", "")
+        if self.boot is not None:
+            self.boot.finish(text, ok)
+        self.notify(text, title="switch", severity="information" if ok else "error", timeout=10)
+        self.profiles.action_reload()
+        self.poll_now()
+
+    # -- navigation ------------------------------------------------------------------
 
     def action_refresh(self) -> None:
         self.poll_now()
@@ -75,6 +160,10 @@ class RigApp(App[None]):
     def action_show_profiles(self) -> None:
         self.switch_screen("profiles")
 
+    def action_show_logs(self) -> None:
+        self.switch_screen("logs")
 
-def make_app(sampler: RigSampler, poll_interval: float | None = 1.0) -> RigApp:
-    return RigApp(sampler, poll_interval=poll_interval)
+
+def make_app(sampler: RigSampler, serve: ServeContext | None = None, poll_interval: float | None = 1.0,
+             initial_switch: str | None = None, settings: Settings | None = None) -> RigApp:
+    return RigApp(sampler, serve, settings=settings, poll_interval=poll_interval, initial_switch=initial_switch)

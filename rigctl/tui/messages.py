@@ -21,3 +21,36 @@ class PollFailed(Message):
         super().__init__()
         self.source = source
         self.error = error
+
+
+class SwitchProgress(Message):
+    """One event of a switch running in a worker (phase, step, log line, failure)."""
+
+    def __init__(self, event: object) -> None:
+        super().__init__()
+        self.event = event
+
+
+class SwitchFinished(Message):
+    def __init__(self, target: str, outcome: object | None, error: str | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.outcome = outcome
+        self.error = error
+
+
+class LogLines(Message):
+    """A batch of new server log lines; one message per read, never one per line."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+
+class ServingSampled(Message):
+    def __init__(self, status: object) -> None:
+        super().__init__()
+        self.status = status
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ServingSampled)

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serve.conftest import add_profile
+from tests.support.serving import add_profile
 
 
 @pytest.fixture

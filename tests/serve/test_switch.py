@@ -22,7 +22,7 @@ from rigctl.serve import history
 from rigctl.serve import switch as transaction
 from rigctl.serve.lock import RigBusyError
 from rigctl.serve.state import read_state
-from tests.serve.conftest import add_profile
+from tests.support.serving import add_profile
 
 
 def serves(port: int) -> tuple[str, int]:

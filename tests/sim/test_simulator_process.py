@@ -20,7 +20,7 @@ from rigctl.gpu.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.gpu.sim_claims import default_claims_dir
 from rigctl.gpu.simulated import SimulatedBackend
-from tests.serve.conftest import free_port
+from tests.support.serving import free_port
 
 AWQ_TP2 = ["serve", "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--quantization", "awq_marlin",
            "--max-model-len", "131072", "--kv-cache-dtype", "fp8_e5m2", "--served-model-name", "qwen3.6-27b",

@@ -9,7 +9,9 @@ from textual.widgets import Footer
 
 from rigctl.gpu.model import RigInfo, RigSnapshot
 from rigctl.tui.widgets.gpu_card import GpuCard
+from rigctl.serve.status import ServingStatus
 from rigctl.tui.widgets.host_bar import HostBar
+from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel
 
 NARROW = 100  # below this many columns panels stack and the matrix collapses
@@ -23,6 +25,7 @@ class DashboardScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield HostBar("", id="host-bar")
+        yield ServingBar("checking the server...", id="serving-bar")
         with VerticalScroll(id="body"):
             with Horizontal(id="gpu-row"):
                 for gpu in self.info.gpus:
@@ -48,6 +51,9 @@ class DashboardScreen(Screen[None]):
             if sample is not None:
                 card.show(sample)
         self.query_one(TopologyPanel).show(snapshot, compact=self.compact)
+
+    def show_serving(self, status: ServingStatus) -> None:
+        self.query_one(ServingBar).show(status)
 
     def mark_stale(self, stale: bool) -> None:
         self.query_one(HostBar).set_class(stale, "-stale")

@@ -63,7 +63,8 @@ def diff_text(changes: list[Change], active: str) -> str:
 
 
 class ProfilesScreen(Screen[None]):
-    BINDINGS = [Binding("r", "reload", "Reload"), Binding("escape", "app.show_dashboard", "Back", show=False)]
+    BINDINGS = [Binding("s", "switch", "Switch"), Binding("ctrl+r", "reload", "Reload"),
+                Binding("escape", "app.show_dashboard", "Back", show=False)]
 
     def __init__(self, rig: RigInfo | None) -> None:
         super().__init__(id="profiles")
@@ -134,3 +135,15 @@ class ProfilesScreen(Screen[None]):
         for diagnostic in entry.diagnostics:
             out.append("\n" + str(diagnostic), style="red" if diagnostic.severity == "error" else "yellow")
         detail.update(out)
+
+    def action_switch(self) -> None:
+        name = self.selected_name
+        entry = self.entries.get(name or "")
+        if entry is None or entry.spec is None:
+            self.notify(f"{name} is not valid: fix it first", severity="error")
+            return
+        active = self.entries.get(self.active or "")
+        detail = ""
+        if active and active.spec and active.name != entry.name:
+            detail = diff_text(launch_diff(active.spec, entry.spec), active.name)
+        self.app.request_switch(entry.name, detail)  # type: ignore[attr-defined]

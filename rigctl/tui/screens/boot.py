@@ -1,0 +1,60 @@
+"""The live boot panel: phases ticking with their seconds, the log tail, then the outcome."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from rigctl.tui.widgets.server_log import ServerLog
+
+
+STEPS_SHOWN = 8  # phases of the current boot shown at once
+
+
+class BootScreen(Screen[None]):
+    BINDINGS = [Binding("escape,enter", "app.pop_screen", "Close")]
+
+    def __init__(self, target: str) -> None:
+        super().__init__(id="boot")
+        self.target = target
+        self.steps: list[tuple[str, str, str]] = []  # (kind, text, style)
+        self.done = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="boot-body"):
+            yield Static(f"Switching to {self.target}...", id="boot-title")
+            yield Static("", id="boot-steps")
+            yield Static("", id="boot-outcome")
+            yield ServerLog(id="boot-log", max_lines=500)
+        yield Footer()
+
+    def add_event(self, kind: str, text: str, profile: str | None, seconds: float | None) -> None:
+        if kind in ("line", "command"):
+            self.query_one(ServerLog).write_line(f"$ {text}" if kind == "command" else text)
+            return
+        style = {"warning": "yellow", "failure": "bold red", "step": "bold"}.get(kind, "")
+        at = f"{seconds:6.1f}s  " if seconds is not None else "         "
+        self.steps.append((kind, f"{at}{text}", style))
+        self.query_one("#boot-steps", Static).update(self.render_steps())
+
+    def render_steps(self) -> Text:
+        """Every step, warning and failure; the phases of the boot under way (the log keeps all)."""
+        starts = [i for i, (kind, _, _) in enumerate(self.steps) if kind == "step"]
+        current = starts[-1] if starts else 0
+        phases = [i for i, (kind, _, _) in enumerate(self.steps) if kind == "phase" and i > current]
+        keep = set(phases[-STEPS_SHOWN:])
+        shown = Text()
+        for i, (kind, line, style) in enumerate(self.steps):
+            if kind != "phase" or i in keep:
+                shown.append(line + "\n", style=style)
+        return shown
+
+    def finish(self, message: str, ok: bool) -> None:
+        self.done = True
+        outcome = self.query_one("#boot-outcome", Static)
+        outcome.update(Text(message + "   (enter to close)", style="bold green" if ok else "bold red"))
+        self.query_one("#boot-title", Static).update(f"Switch to {self.target}: {'done' if ok else 'failed'}")

@@ -1,0 +1,133 @@
+"""Switching from the TUI: confirm, the live boot panel, the outcome; the log screen."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from rigctl.cli.serving import make_context
+from rigctl.serve import switch as transaction
+from rigctl.serve.record import read_record
+from rigctl.tui.app import make_app
+from rigctl.tui.screens.boot import BootScreen
+from rigctl.tui.screens.confirm import ConfirmScreen
+from rigctl.tui.widgets.server_log import MAX_LINES, ServerLog
+from tests.support.serving import add_profile
+from tests.tui.helpers import poll
+
+
+@pytest.fixture
+def tui_ctx(monkeypatch: pytest.MonkeyPatch, profiles: Path):  # noqa: ANN201
+    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
+    ctx = make_context(argparse.Namespace(sim="2x3090-nvlink"))
+    yield ctx
+    transaction.stop(ctx)
+
+
+async def choose(app, pilot, name: str) -> None:  # noqa: ANN001
+    await pilot.press("p")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    table = app.screen.query_one(DataTable)
+    names = [str(table.get_row_at(i)[0]).strip() for i in range(table.row_count)]
+    table.move_cursor(row=names.index(name))
+    await pilot.pause()
+
+
+async def wait_switch(app, pilot) -> None:  # noqa: ANN001
+    for _ in range(200):
+        await pilot.pause(0.05)
+        if app._switch_worker is not None and app._switch_worker.is_finished:
+            break
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_switch_from_the_profiles_screen(tui_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=size) as pilot:
+            await choose(app, pilot, "good")
+            await pilot.press("s")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            assert isinstance(app.screen, BootScreen)
+            await wait_switch(app, pilot)
+            outcome = str(app.screen.query_one("#boot-outcome", Static).content)
+            assert "switched to good" in outcome and "KV capacity at 131,072" in outcome
+            steps = str(app.screen.query_one("#boot-steps", Static).content)
+            assert "application startup complete" in steps
+            await pilot.press("enter")
+            await pilot.press("d")
+            await poll(app, pilot)
+            assert "serving good" in str(app.screen.query_one("#serving-bar", Static).content)
+
+    asyncio.run(scenario())
+
+
+def test_declined_confirmation_touches_nothing(tui_ctx) -> None:  # noqa: ANN001
+    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await choose(app, pilot, "good")
+            await pilot.press("s", "n")
+            assert app.screen.id == "profiles" and app._switch_worker is None
+    asyncio.run(scenario())
+    assert read_record() is None
+
+
+def test_rollback_is_explained_in_the_boot_panel(tui_ctx, profiles: Path, port: int) -> None:  # noqa: ANN001
+    add_profile(profiles, "long", "max_model_len = 1048576\n", port)
+    assert transaction.switch(tui_ctx, "good").status == "switched"
+    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await choose(app, pilot, "long")
+            await pilot.press("s")
+            detail = str(app.screen.query_one("#confirm-detail", Static).content)
+            assert "--max-model-len: 131072 -> 1048576" in detail  # the diff is shown before confirming
+            await pilot.press("y")
+            await wait_switch(app, pilot)
+            outcome = str(app.screen.query_one("#boot-outcome", Static).content)
+            assert "long failed: max_model_len 1,048,576 needs more KV cache than fits" in outcome
+            assert "rolled back: good serves again" in outcome
+            steps = str(app.screen.query_one("#boot-steps", Static).content)
+            assert "rolling back to good" in steps
+
+    asyncio.run(scenario())
+    assert read_record().profile == "good"
+
+
+def test_log_screen_follows_and_stays_bounded_under_a_flood(tui_ctx) -> None:  # noqa: ANN001
+    assert transaction.switch(tui_ctx, "good").status == "switched"
+    log_path = Path(read_record().log_path)
+    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("l")
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if app.screen.query_one(ServerLog).line_count:
+                    break
+            assert any("Application startup complete" in line for line in app.screen.query_one(ServerLog).lines)
+            with open(log_path, "a") as handle:  # 30,000 lines at once
+                handle.write("".join(f"(APIServer pid=1) INFO flood line {i}\n" for i in range(30_000)))
+            for _ in range(60):
+                await pilot.pause(0.05)
+                if any("flood line 29999" in line for line in app.screen.query_one(ServerLog).lines[-5:]):
+                    break
+            log = app.screen.query_one(ServerLog)
+            assert log.line_count <= MAX_LINES and "flood line 29999" in log.lines[-1]
+            await pilot.press("d")  # the app still answers keys
+            assert app.screen.id == "dashboard"
+
+    asyncio.run(scenario())
