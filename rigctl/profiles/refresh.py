@@ -33,9 +33,10 @@ for a in serve._actions:
         "dest": a.dest, "long": longs, "short": [s for s in a.option_strings if not s.startswith("--")],
         "action": type(a).__name__, "type": getattr(a.type, "__name__", None) if a.type else None,
         "nargs": a.nargs if a.nargs in ("+", "?", "*") else (0 if a.nargs == 0 else None),
-        "choices": [str(c) for c in a.choices] if a.choices else None,
-        "default": repr(a.default) if a.default is not None else None,
-        "metavar": a.metavar if isinstance(a.metavar, str) else None,
+        "choices": [str(c) for c in a.choices if c is not None] if a.choices else None,
+        "default": repr(a.default),
+        "metavar": a.metavar if isinstance(a.metavar, str) else
+                   (repr([str(m) for m in a.metavar]) if isinstance(a.metavar, (list, tuple)) else None),
         "help": a.help if isinstance(a.help, str) else "",
     })
 hidden = sorted(k for k in serve._option_string_actions if k.startswith("--")

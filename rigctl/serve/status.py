@@ -42,12 +42,13 @@ class ServingStatus:
         }
 
 
-def observe(settings: Settings) -> ServingStatus:
+def observe(settings: Settings, probe: Probe | None = None) -> ServingStatus:
+    """`probe`: a fresh /health + /v1/models answer the caller already has (saves the requests)."""
     state, record = read_state(), read_record()
-    alive, probe = False, None
+    alive = False
     if record is not None:
         alive = launcher_for(record, settings).alive(record)
-        if alive:
+        if alive and probe is None:
             with EngineClient(record.base_url, record.api_key, timeout=1.0) as client:
                 probe = client.probe()
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))

@@ -95,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = ns.host if ns.host is not None else "0.0.0.0"
     port = ns.port or 8000
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT must not block a restart
     try:
         sock.bind((host, port))  # bound before the engine starts, listening only when ready
     except OSError as exc:

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.worker import Worker
 
 from rigctl.config import Settings, load_settings
+from rigctl.engine.poller import EnginePoller
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.schema import ProfileError
 from rigctl.serve import switch as transaction
@@ -15,7 +16,7 @@ from rigctl.serve.bootwatch import Event
 from rigctl.serve.control import ServeContext
 from rigctl.serve.lock import RigBusyError
 from rigctl.serve.status import observe
-from rigctl.tui.messages import PollFailed, RigSampled, ServingSampled, SwitchFinished, SwitchProgress
+from rigctl.tui.messages import EngineSampled, PollFailed, RigSampled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.dashboard import DashboardScreen
@@ -43,7 +44,9 @@ class RigApp(App[None]):
         self.poll_interval = poll_interval
         self.initial_switch = initial_switch
         self._rig_worker: Worker[None] | None = None
-        self._serving_worker: Worker[None] | None = None
+        self._engine_worker: Worker[None] | None = None
+        self.engine_poller = EnginePoller()
+        self._last_rig = None
         self._switch_worker: Worker[None] | None = None
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info)
@@ -59,18 +62,26 @@ class RigApp(App[None]):
         self.push_screen("dashboard")
         self.poll_now()
         if self.poll_interval:
-            self.set_interval(self.poll_interval, self.poll_now, name="poll")
+            self.set_interval(self.poll_interval, self.poll_rig, name="poll-rig")
+            self.set_interval(max(self.poll_interval, self.settings.metrics_interval), self.poll_engine,
+                              name="poll-engine")
         if self.initial_switch:
             self.start_switch(self.initial_switch)
 
     # -- polling ---------------------------------------------------------------------
 
     def poll_now(self) -> None:
-        """Start a rig sample and a serving check unless the last ones still run (single-flight)."""
+        self.poll_rig()
+        self.poll_engine()
+
+    def poll_rig(self) -> None:
+        """Start a rig sample unless the last one still runs (single-flight)."""
         if self._rig_worker is None or self._rig_worker.is_finished:
             self._rig_worker = self._poll_rig()
-        if self._serving_worker is None or self._serving_worker.is_finished:
-            self._serving_worker = self._poll_serving()
+
+    def poll_engine(self) -> None:
+        if self._engine_worker is None or self._engine_worker.is_finished:
+            self._engine_worker = self._poll_engine()
 
     @work(thread=True, group="poll-rig", exit_on_error=False, description="Sampling the GPUs")
     def _poll_rig(self) -> None:
@@ -81,20 +92,30 @@ class RigApp(App[None]):
             return
         self.post_message(RigSampled(snapshot))
 
-    @work(thread=True, group="poll-serving", exit_on_error=False, description="Checking the server")
-    def _poll_serving(self) -> None:
-        self.post_message(ServingSampled(observe(self.settings)))
+    @work(thread=True, group="poll-engine", exit_on_error=False, description="Reading vLLM's /metrics")
+    def _poll_engine(self) -> None:
+        try:
+            state = self.engine_poller.poll(self._last_rig.samples if self._last_rig else ())
+            serving = observe(self.settings, probe=state.probe)
+        except Exception as exc:  # never fatal: the panel says what went wrong
+            self.post_message(PollFailed("engine", f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(EngineSampled(state, serving))
 
     def on_rig_sampled(self, message: RigSampled) -> None:
+        self._last_rig = message.snapshot
         if self._rig_failing:
             self._rig_failing = False
             self.dashboard.mark_stale(False)
         self.dashboard.show(message.snapshot)
 
-    def on_serving_sampled(self, message: ServingSampled) -> None:
-        self.dashboard.show_serving(message.status)
+    def on_engine_sampled(self, message: EngineSampled) -> None:
+        self.dashboard.show_engine(message.state, message.serving)
 
     def on_poll_failed(self, message: PollFailed) -> None:
+        if message.source != "rig":
+            self.notify(f"{message.source} poll failed: {message.error}", severity="warning")
+            return
         if not self._rig_failing:  # notify once per outage, keep the last values marked stale
             self._rig_failing = True
             self.dashboard.mark_stale(True)

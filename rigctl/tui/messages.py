@@ -47,10 +47,13 @@ class LogLines(Message):
         self.lines = lines
 
 
-class ServingSampled(Message):
-    def __init__(self, status: object) -> None:
+class EngineSampled(Message):
+    """The engine poll: EngineState (figures from /metrics) and the verified ServingStatus."""
+
+    def __init__(self, state: object, serving: object) -> None:
         super().__init__()
-        self.status = status
+        self.state = state
+        self.serving = serving
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, ServingSampled)
+        return isinstance(message, EngineSampled)

@@ -8,6 +8,8 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from rigctl.gpu.model import RigInfo, RigSnapshot
+from rigctl.engine.poller import EngineState
+from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.serve.status import ServingStatus
 from rigctl.tui.widgets.host_bar import HostBar
@@ -30,6 +32,7 @@ class DashboardScreen(Screen[None]):
             with Horizontal(id="gpu-row"):
                 for gpu in self.info.gpus:
                     yield GpuCard(gpu)
+            yield EnginePanel()
             with Horizontal(id="lower"):
                 yield TopologyPanel()
         yield Footer()
@@ -52,8 +55,9 @@ class DashboardScreen(Screen[None]):
                 card.show(sample)
         self.query_one(TopologyPanel).show(snapshot, compact=self.compact)
 
-    def show_serving(self, status: ServingStatus) -> None:
-        self.query_one(ServingBar).show(status)
+    def show_engine(self, state: EngineState, serving: ServingStatus) -> None:
+        self.query_one(ServingBar).show(serving)
+        self.query_one(EnginePanel).show(state, serving)
 
     def mark_stale(self, stale: bool) -> None:
         self.query_one(HostBar).set_class(stale, "-stale")

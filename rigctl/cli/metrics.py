@@ -1,0 +1,120 @@
+"""`rigctl metrics`: vLLM's /metrics as the figures an owner reads, live or from saved scrapes.
+
+    rigctl metrics [--json] [--watch] [--interval S]           the server rigctl runs (or --url)
+    rigctl metrics --file BEFORE --file AFTER --seconds S       two saved scrapes, offline
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from rigctl.cli import common
+from rigctl.config import load_settings
+from rigctl.engine import report
+from rigctl.engine.client import EngineClient
+from rigctl.engine.derive import interval
+from rigctl.engine.metrics import EngineSnapshot, snapshot
+from rigctl.engine.prom import ExpositionError, parse
+from rigctl.errors import BadInputError, NoDriverError, RigctlError
+from rigctl.gpu.sampler import RigSampler
+from rigctl.serve.record import read_record
+
+
+def register(sub: Any) -> None:
+    p = common.add_command(sub, "metrics", "engine figures from vLLM's /metrics: KV, prefix cache, tok/s, latency")
+    common.add_json_flag(p)
+    p.add_argument("--watch", action="store_true", help="repeat every interval (JSON: one object per line)")
+    p.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between scrapes (2)")
+    p.add_argument("--count", type=int, metavar="N", help="stop after N intervals")
+    p.add_argument("--url", help="the server's base URL (default: the one rigctl started, or config endpoint)")
+    p.add_argument("--file", action="append", metavar="PROM", help="a saved scrape (give two for interval figures)")
+    p.add_argument("--seconds", type=float, help="with two --file: the seconds between the scrapes")
+    p.set_defaults(handler=run)
+
+
+def _load_file(path: str) -> EngineSnapshot:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise BadInputError(f"{path}: {exc.strerror}") from exc
+    try:
+        return snapshot(parse(text), Path(path).stat().st_mtime)
+    except ExpositionError as exc:
+        raise BadInputError(f"{path}: {exc}") from exc
+
+
+def _emit(args: argparse.Namespace, snap: EngineSnapshot, figures: Any, one_line: bool = False) -> None:
+    if args.json:
+        data = report.to_json(snap, figures)
+        sys.stdout.write((json.dumps(data) if one_line else json.dumps(data, indent=2)) + "\n")
+    else:
+        print(report.text(snap, figures))
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.file:
+        if len(args.file) > 2:
+            raise BadInputError("give one --file (a snapshot) or two (an interval)")
+        first = _load_file(args.file[0])
+        if len(args.file) == 1:
+            _emit(args, first, None)
+            return 0
+        if args.seconds is None or args.seconds <= 0:
+            raise BadInputError("two --file scrapes need --seconds: the time between them")
+        _emit(args, _load_file(args.file[1]), interval(first, _load_file(args.file[1]), args.seconds))
+        return 0
+    if args.interval <= 0:
+        raise BadInputError("--interval must be positive")
+    url, key = _endpoint(args)
+    try:
+        sampler: RigSampler | None = common.open_sampler(args, with_host=False)
+    except NoDriverError:
+        sampler = None
+    with EngineClient(url, key, timeout=5.0) as client:
+        before, gpus_before = _scrape(client), _gpus(sampler)
+        taken = 0
+        while args.count is None or taken < args.count:
+            time.sleep(args.interval)
+            after, gpus_after = _scrape(client), _gpus(sampler)
+            serving = frozenset(s.index for s in gpus_after if any(p.is_vllm for p in s.processes or ())) or None
+            _emit(args, after, interval(before, after, None, gpus_before, gpus_after, serving), one_line=args.watch)
+            taken += 1
+            if not args.watch:
+                break
+            before, gpus_before = after, gpus_after
+    if sampler:
+        sampler.close()
+    return 0
+
+
+def _endpoint(args: argparse.Namespace) -> tuple[str, str | None]:
+    if args.url:
+        return args.url, None
+    settings = load_settings()
+    if settings.endpoint:
+        return settings.endpoint, None
+    record = read_record()
+    if record is None:
+        raise RigctlError("no server to ask: rigctl has not started one here (give --url, or set [server] endpoint)")
+    return record.base_url, record.api_key
+
+
+def _scrape(client: EngineClient) -> EngineSnapshot:
+    try:
+        return snapshot(parse(client.metrics_text()), time.time())
+    except httpx.HTTPError as exc:
+        raise RigctlError(f"cannot read {client.base_url}/metrics: {type(exc).__name__}") from exc
+    except ExpositionError as exc:
+        raise RigctlError(f"{client.base_url}/metrics: {exc}") from exc
+
+
+def _gpus(sampler: RigSampler | None) -> tuple:  # type: ignore[type-arg]
+    return sampler.snapshot().samples if sampler else ()

@@ -1,0 +1,163 @@
+"""Interval figures from two EngineSnapshots (pure functions, easy to check by hand).
+
+Rates and hit rates from counter deltas; TTFT, ITL, TPOT quantiles from histogram bucket
+deltas with Prometheus' histogram_quantile semantics (linear inside the bucket); spec-decode
+acceptance as vLLM defines it. A counter that went down means vLLM restarted: the
+interval says so and counts the value after the restart as the increase, as Prometheus'
+rate() does; a rate is never negative.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rigctl.engine.metrics import EngineSnapshot, Histogram
+from rigctl.gpu.model import GpuSample
+
+
+@dataclass(frozen=True)
+class Quantiles:
+    p50: float | None
+    p95: float | None
+    count: float
+
+
+@dataclass(frozen=True)
+class IntervalFigures:
+    seconds: float
+    restarted: bool
+    prompt_tps: float | None = None
+    generation_tps: float | None = None
+    prefill_compute_tps: float | None = None  # prompt tokens actually computed (source local_compute)
+    hit_rate: float | None = None  # prefix cache, over the interval
+    hit_rate_lifetime: float | None = None
+    preemptions: float | None = None
+    latency: dict[str, Quantiles] = field(default_factory=dict)  # ttft, itl, tpot, e2e, queue
+    acceptance_rate: float | None = None  # accepted / draft tokens
+    mean_acceptance_length: float | None = None  # 1 + accepted / drafts
+    acceptance_per_position: tuple[float, ...] = ()
+    finished: dict[str, float] = field(default_factory=dict)
+    power_w: float | None = None  # mean over the interval, GPUs serving the model
+    joules_per_token: float | None = None
+
+
+def _delta(before: float | None, after: float | None) -> tuple[float | None, bool]:
+    """(increase, reset?) of a counter: after a reset the new value is the increase."""
+    if before is None or after is None:
+        return None, False
+    if after < before:
+        return after, True
+    return after - before, False
+
+
+def histogram_quantile(q: float, buckets: tuple[tuple[float, float], ...]) -> float | None:
+    """Prometheus' histogram_quantile over cumulative (le, count) buckets."""
+    if not buckets:
+        return None
+    total = buckets[-1][1]
+    if total <= 0 or math.isnan(total):
+        return None
+    rank = q * total
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, cumulative in buckets:
+        if cumulative >= rank:
+            if math.isinf(bound):
+                return lower_bound  # the +Inf bucket: the highest finite bound is all we know
+            if cumulative == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (cumulative - lower_count)
+        lower_bound, lower_count = bound, cumulative
+    return lower_bound
+
+
+def _histogram_delta(before: Histogram | None, after: Histogram | None) -> tuple[tuple[tuple[float, float], ...],
+                                                                               float]:
+    if after is None:
+        return (), 0.0
+    if before is None or after.count < before.count:
+        return after.buckets, after.count
+    previous = dict(before.buckets)
+    return tuple((le, max(0.0, count - previous.get(le, 0.0))) for le, count in after.buckets), \
+        after.count - before.count
+
+
+def _rate(value: float | None, seconds: float) -> float | None:
+    return None if value is None or seconds <= 0 else value / seconds
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | None = None,
+             power_before: tuple[GpuSample, ...] = (), power_after: tuple[GpuSample, ...] = (),
+             serving_gpus: frozenset[int] | None = None) -> IntervalFigures:
+    span = seconds if seconds is not None else after.timestamp - before.timestamp
+    restarted = before.process_start is not None and after.process_start is not None \
+        and after.process_start != before.process_start
+    deltas: dict[str, float | None] = {}
+    missing = 0.0 if before.counters else None  # in a real earlier scrape, an absent series had not started
+    for key in set(before.counters) | set(after.counters):
+        deltas[key], reset = _delta(before.counters.get(key, missing), after.counter(key))
+        restarted = restarted or reset
+    sources = {}
+    for source in after.prompt_by_source:  # a labelled series that appears mid-interval started from 0
+        sources[source], reset = _delta(before.prompt_by_source.get(source, 0.0), after.prompt_by_source[source])
+        restarted = restarted or reset
+    finished = {}
+    for reason in set(after.finished_by_reason):
+        value, reset = _delta(before.finished_by_reason.get(reason, 0.0), after.finished_by_reason[reason])
+        restarted = restarted or reset
+        if value:
+            finished[reason] = value
+    latency = {}
+    for key in after.histograms:
+        buckets, count = _histogram_delta(before.histograms.get(key), after.histograms[key])
+        latency[key] = Quantiles(histogram_quantile(0.5, buckets), histogram_quantile(0.95, buckets), count)
+    drafts = deltas.get("spec_drafts")
+    per_position = tuple(
+        (_delta(before.accepted_per_position.get(p), after.accepted_per_position[p])[0] or 0.0) / drafts
+        for p in sorted(after.accepted_per_position)) if drafts else ()
+    # V0 servers exported rates and a hit rate as gauges; use them where no counter exists.
+    prompt_tps = _rate(deltas.get("prompt_tokens"), span)
+    generation_tps = _rate(deltas.get("generation_tokens"), span)
+    hit_rate = _ratio(deltas.get("prefix_hits"), deltas.get("prefix_queries"))
+    lifetime = _ratio(after.counter("prefix_hits"), after.counter("prefix_queries"))
+    power = _mean_power(power_before, power_after, serving_gpus)
+    return IntervalFigures(
+        seconds=span, restarted=restarted,
+        prompt_tps=prompt_tps if prompt_tps is not None else after.legacy_prompt_tps,
+        generation_tps=generation_tps if generation_tps is not None else after.legacy_generation_tps,
+        prefill_compute_tps=_rate(sources.get("local_compute"), span),
+        hit_rate=hit_rate if "prefix_queries" in deltas else after.legacy_hit_rate,
+        hit_rate_lifetime=lifetime if lifetime is not None else after.legacy_hit_rate,
+        preemptions=deltas.get("preemptions"), latency=latency,
+        acceptance_rate=_ratio(deltas.get("spec_accepted_tokens"), deltas.get("spec_draft_tokens")),
+        mean_acceptance_length=(1 + deltas["spec_accepted_tokens"] / drafts)
+        if drafts and deltas.get("spec_accepted_tokens") is not None else None,
+        acceptance_per_position=per_position, finished=finished, power_w=power,
+        joules_per_token=power / generation_tps if power is not None and generation_tps else None,
+    )
+
+
+def _mean_power(before: tuple[GpuSample, ...], after: tuple[GpuSample, ...],
+                gpus: frozenset[int] | None) -> float | None:
+    """Mean power of the serving GPUs: from the energy counters when both samples have them."""
+    if not after:
+        return None
+    earlier = {s.index: s for s in before}
+    total, found = 0.0, False
+    for sample in after:
+        if gpus is not None and sample.index not in gpus:
+            continue
+        prior = earlier.get(sample.index)
+        if prior and prior.energy_j is not None and sample.energy_j is not None and sample.timestamp > prior.timestamp:
+            total += (sample.energy_j - prior.energy_j) / (sample.timestamp - prior.timestamp)
+            found = True
+        elif sample.power_w is not None:
+            total += sample.power_w if prior is None or prior.power_w is None else (sample.power_w + prior.power_w) / 2
+            found = True
+    return total if found else None

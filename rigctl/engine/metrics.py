@@ -1,0 +1,187 @@
+"""One /metrics scrape -> EngineSnapshot: the figures an owner reads, for every vLLM generation.
+
+Current names first, then the old ones (gpu_cache_usage_perc, gpu_prefix_cache_*,
+time_per_output_token_seconds, the V0 gauges). With data parallelism (several `engine`
+label values) running and waiting are summed, KV usage averaged, and per-engine figures
+kept. A metric that is absent is None (shown as n/a), never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rigctl.engine.prom import Exposition, Labels
+
+P = "vllm:"
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative buckets (upper bound, count), summed over engines and models."""
+
+    buckets: tuple[tuple[float, float], ...]
+    sum: float
+    count: float
+
+
+@dataclass(frozen=True)
+class EngineFigures:
+    engine: str
+    running: float | None = None
+    waiting: float | None = None
+    kv_usage: float | None = None  # fraction 0..1
+    kv_pool_tokens: int | None = None
+    kv_max_concurrency: float | None = None
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    timestamp: float
+    model_names: tuple[str, ...] = ()
+    engines: tuple[EngineFigures, ...] = ()
+    running: float | None = None
+    waiting: float | None = None
+    waiting_by_reason: dict[str, float] = field(default_factory=dict)
+    kv_usage: float | None = None
+    kv_pool_tokens: int | None = None  # per engine (each DP replica has its own pool)
+    kv_max_concurrency: float | None = None
+    block_size: int | None = None
+    counters: dict[str, float] = field(default_factory=dict)  # prefix_queries, prefix_hits, prompt_tokens, ...
+    prompt_by_source: dict[str, float] = field(default_factory=dict)
+    finished_by_reason: dict[str, float] = field(default_factory=dict)
+    accepted_per_position: dict[int, float] = field(default_factory=dict)
+    histograms: dict[str, Histogram] = field(default_factory=dict)  # ttft, itl, tpot, e2e, queue
+    legacy_hit_rate: float | None = None  # V0 gauge vllm:gpu_prefix_cache_hit_rate
+    legacy_prompt_tps: float | None = None  # V0 avg_prompt_throughput_toks_per_s
+    legacy_generation_tps: float | None = None
+    process_start: float | None = None
+    truncated: bool = False
+
+    def counter(self, name: str) -> float | None:
+        return self.counters.get(name)
+
+
+COUNTERS = {
+    "prefix_queries": ("prefix_cache_queries_total", "gpu_prefix_cache_queries_total"),
+    "prefix_hits": ("prefix_cache_hits_total", "gpu_prefix_cache_hits_total"),
+    "prompt_tokens": ("prompt_tokens_total",),
+    "generation_tokens": ("generation_tokens_total",),
+    "preemptions": ("num_preemptions_total",),
+    "spec_drafts": ("spec_decode_num_drafts_total",),
+    "spec_draft_tokens": ("spec_decode_num_draft_tokens_total",),
+    "spec_accepted_tokens": ("spec_decode_num_accepted_tokens_total",),
+    "prompt_cached": ("prompt_tokens_cached_total",),
+}
+HISTOGRAMS = {
+    "ttft": ("time_to_first_token_seconds",),
+    "itl": ("inter_token_latency_seconds", "time_per_output_token_seconds"),  # same semantics, renamed in 0.11
+    "tpot": ("request_time_per_output_token_seconds",),
+    "e2e": ("e2e_request_latency_seconds",),
+    "queue": ("request_queue_time_seconds",),
+}
+
+
+def _dict(labels: Labels) -> dict[str, str]:
+    return dict(labels)
+
+
+def _first(expo: Exposition, *names: str) -> list[tuple[Labels, float]]:
+    for name in names:
+        samples = expo.get(P + name)
+        if samples:
+            return samples
+    return []
+
+
+def _by_engine(samples: list[tuple[Labels, float]]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for labels, value in samples:
+        out[_dict(labels).get("engine", "0")] += value
+    return dict(out)
+
+
+def _total(samples: list[tuple[Labels, float]]) -> float | None:
+    return sum(v for _, v in samples if not math.isnan(v)) if samples else None
+
+
+def _by_label(samples: list[tuple[Labels, float]], label: str) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for labels, value in samples:
+        key = _dict(labels).get(label)
+        if key is not None:
+            out[key] += value
+    return dict(out)
+
+
+def _histogram(expo: Exposition, *names: str) -> Histogram | None:
+    for name in names:
+        buckets = expo.get(f"{P}{name}_bucket")
+        if not buckets:
+            continue
+        sums: dict[float, float] = defaultdict(float)
+        for labels, value in buckets:
+            le = _dict(labels).get("le")
+            if le is not None:
+                sums[float(le)] += value
+        return Histogram(buckets=tuple(sorted(sums.items())), sum=_total(expo.get(f"{P}{name}_sum")) or 0.0,
+                         count=_total(expo.get(f"{P}{name}_count")) or 0.0)
+    return None
+
+
+def _cache_info(expo: Exposition) -> dict[str, dict[str, str]]:
+    return {_dict(labels).get("engine", "0"): _dict(labels) for labels, _ in expo.get(P + "cache_config_info")}
+
+
+def _num(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "None", "") else None
+    except ValueError:
+        return None
+
+
+def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
+    running = _by_engine(_first(expo, "num_requests_running"))
+    waiting = _by_engine(_first(expo, "num_requests_waiting"))
+    usage = _by_engine(_first(expo, "kv_cache_usage_perc", "gpu_cache_usage_perc"))
+    info = _cache_info(expo)
+    engines = []
+    for engine in sorted(set(running) | set(waiting) | set(usage) | set(info), key=lambda e: (len(e), e)):
+        config = info.get(engine, {})
+        pool = _num(config.get("kv_cache_size_tokens"))
+        if pool is None and _num(config.get("num_gpu_blocks")) and _num(config.get("block_size")):
+            pool = _num(config.get("num_gpu_blocks")) * _num(config.get("block_size"))  # type: ignore[operator]
+        engines.append(EngineFigures(engine, running.get(engine), waiting.get(engine), usage.get(engine),
+                                     int(pool) if pool is not None else None,
+                                     _num(config.get("kv_cache_max_concurrency"))))
+    models = sorted({_dict(labels).get("model_name", "") for samples in expo.samples.values()
+                     for labels, _ in samples[:1]} - {""})
+    pools = [e.kv_pool_tokens for e in engines if e.kv_pool_tokens is not None]
+    conc = [e.kv_max_concurrency for e in engines if e.kv_max_concurrency is not None]
+    usages = [v for v in usage.values() if not math.isnan(v)]
+    counters = {}
+    for key, names in COUNTERS.items():
+        value = _total(_first(expo, *names))
+        if value is not None:
+            counters[key] = value
+    histograms = {key: h for key, names in HISTOGRAMS.items() if (h := _histogram(expo, *names)) is not None}
+    block = next((_num(c.get("block_size")) for c in info.values() if _num(c.get("block_size"))), None)
+    start = expo.get("process_start_time_seconds")
+    return EngineSnapshot(
+        timestamp=timestamp, model_names=tuple(models), engines=tuple(engines),
+        running=sum(running.values()) if running else None, waiting=sum(waiting.values()) if waiting else None,
+        waiting_by_reason=_by_label(_first(expo, "num_requests_waiting_by_reason"), "reason"),
+        kv_usage=sum(usages) / len(usages) if usages else None,
+        kv_pool_tokens=pools[0] if pools else None, kv_max_concurrency=conc[0] if conc else None,
+        block_size=int(block) if block else None, counters=counters,
+        prompt_by_source=_by_label(_first(expo, "prompt_tokens_by_source_total"), "source"),
+        finished_by_reason=_by_label(_first(expo, "request_success_total"), "finished_reason"),
+        accepted_per_position={int(k): v for k, v in _by_label(
+            _first(expo, "spec_decode_num_accepted_tokens_per_pos_total"), "position").items() if k.isdigit()},
+        histograms=histograms,
+        legacy_hit_rate=_total(_first(expo, "gpu_prefix_cache_hit_rate")),
+        legacy_prompt_tps=_total(_first(expo, "avg_prompt_throughput_toks_per_s")),
+        legacy_generation_tps=_total(_first(expo, "avg_generation_throughput_toks_per_s")),
+        process_start=start[0][1] if start else None, truncated=expo.truncated,
+    )
