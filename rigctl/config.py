@@ -57,7 +57,7 @@ LAYOUT: dict[str, dict[str, str]] = {
     "docker": {"image": "docker_image", "container": "docker_container", "hf_cache": "docker_hf_cache"},
 }
 ENV = {"RIGCTL_LAUNCHER": "launcher", "RIGCTL_VLLM_COMMAND": "vllm_command", "RIGCTL_BOOT_TIMEOUT": "boot_timeout",
-       "RIGCTL_ENDPOINT": "endpoint", "RIGCTL_THEME": "theme"}
+       "RIGCTL_ENDPOINT": "endpoint", "RIGCTL_THEME": "theme", "RIGCTL_PROFILES_DIR": "profiles_dir"}
 
 
 def config_path() -> Path:
@@ -126,3 +126,33 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
 
 def as_table(settings: Settings) -> dict[str, Any]:
     return {f.name: getattr(settings, f.name) for f in fields(Settings) if f.name != "sources"}
+
+
+def field_location(name: str) -> tuple[str, str]:
+    """The (table, key) of config.toml that holds Settings field `name`."""
+    for table, entries in LAYOUT.items():
+        for key, field_name in entries.items():
+            if field_name == name:
+                return table, key
+    raise KeyError(name)
+
+
+def save_setting(name: str, value: Any) -> Path:
+    """Write one setting into config.toml, keeping every comment and other key as written.
+
+    The value is checked the way load_settings checks it, so a save never leaves a file
+    that the next start refuses.
+    """
+    import tomlkit
+
+    from rigctl.atomic import write_text_atomic
+
+    table, key = field_location(name)
+    path = config_path()
+    _coerce(name, value, f"{path}: {table}.{key}")
+    document = tomlkit.parse(path.read_text()) if path.is_file() else tomlkit.document()
+    if table not in document:
+        document[table] = tomlkit.table()
+    document[table][key] = list(value) if isinstance(value, tuple) else value  # type: ignore[index]
+    write_text_atomic(path, tomlkit.dumps(document))
+    return path

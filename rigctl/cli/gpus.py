@@ -32,9 +32,9 @@ def rows(snapshot: RigSnapshot) -> list[tuple[str, ...]]:
             out.append((f"{gpu.index}", "LOST", *("-" * 1 for _ in COLUMNS[2:])))
             continue
         out.append((
-            str(gpu.index), fmt.gib_pair(s.memory_used, gpu.memory_total), fmt.pct(s.util_gpu, 0),
+            str(gpu.index), fmt.gib_pair(s.memory_used, gpu.memory_total), fmt.pct(s.util_gpu),
             f"{fmt.watts(s.power_w)}/{fmt.watts(gpu.power_limit_w)}", fmt.celsius(s.temperature_c),
-            fmt.pct(s.fan_pct, 0), fmt.mhz(s.sm_clock), fmt.pcie(s.pcie_gen, s.pcie_width),
+            fmt.pct(s.fan_pct), fmt.mhz(s.sm_clock), fmt.pcie(s.pcie_gen, s.pcie_width),
             str(len(s.processes)) if s.processes is not None else "n/a",
         ))
     return out

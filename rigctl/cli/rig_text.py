@@ -24,9 +24,9 @@ def gpu_lines(gpu: Gpu, sample: GpuSample | None) -> list[str]:
     lines = [
         head,
         (f"      VRAM {fmt.gib_pair(sample.memory_used, gpu.memory_total)} (reserved {fmt.gib(sample.memory_reserved)})"
-         f"  util {fmt.pct(sample.util_gpu, 0)}  mem-bw {fmt.pct(sample.util_memory, 0)}"),
+         f"  util {fmt.pct(sample.util_gpu)}  mem-bw {fmt.pct(sample.util_memory)}"),
         (f"      power {fmt.watts(sample.power_w)}/{fmt.watts(gpu.power_limit_w)}  {fmt.celsius(sample.temperature_c)}"
-         f"  fan {fmt.pct(sample.fan_pct, 0)}  SM {fmt.mhz(sample.sm_clock)}  mem {fmt.mhz(sample.mem_clock)}"
+         f"  fan {fmt.pct(sample.fan_pct)}  SM {fmt.mhz(sample.sm_clock)}  mem {fmt.mhz(sample.mem_clock)}"
          f"  P{sample.pstate if sample.pstate is not None else '?'}"),
         (f"      PCIe now {fmt.pcie(sample.pcie_gen, sample.pcie_width)}, link max "
          f"{fmt.pcie(gpu.pcie_gen_max, gpu.pcie_width_max)}, card max {fmt.pcie(gpu.pcie_gpu_gen_max, gpu.pcie_gpu_width_max)}"

@@ -31,7 +31,11 @@ def shipped_dir() -> Path:
 
 
 def user_dir() -> Path:
-    return paths.config_dir() / "profiles"
+    """The configured profiles directory ([profiles] dir, RIGCTL_PROFILES_DIR), else the XDG one."""
+    from rigctl.config import load_settings  # config reads TOML helpers from this package
+
+    configured = load_settings().profiles_dir
+    return Path(configured).expanduser() if configured else paths.config_dir() / "profiles"
 
 
 @dataclass(frozen=True)

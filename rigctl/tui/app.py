@@ -1,38 +1,56 @@
-"""RigApp: screens, key bindings and the pollers; the logic lives in the core."""
+"""RigApp: screens, the key map and the pollers; the logic lives in the core."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.theme import Theme
 from textual.worker import Worker
 
-from rigctl.config import Settings, load_settings
+from rigctl.alerts import Alert, AlertTracker
+from rigctl.config import Settings, load_settings, save_setting
 from rigctl.engine.poller import EnginePoller
+from rigctl.errors import RigctlError
 from rigctl.gpu.sampler import RigSampler
-from rigctl.profiles.schema import ProfileError
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.control import ServeContext
-from rigctl.serve.lock import RigBusyError
+from rigctl.serve.record import read_record
 from rigctl.serve.status import observe
 from rigctl.tui.messages import EngineSampled, PollFailed, RigSampled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.dashboard import DashboardScreen
+from rigctl.tui.screens.help import HelpScreen, help_rows
+from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
+
+SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen}
+HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
 
 class RigApp(App[None]):
     CSS_PATH = "rigctl.tcss"
     TITLE = "rigctl"
+    # One key map for every screen; screens add only their own verbs (s on profiles, c on logs).
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("d", "show_dashboard", "Dashboard"),
-        Binding("p", "show_profiles", "Profiles"),
-        Binding("l", "show_logs", "Logs"),
-        Binding("r", "refresh", "Refresh"),
+        Binding("question_mark", "help", "Help", tooltip="this help: every key, and what n/a means"),
+        Binding("d", "show_dashboard", "Dash", tooltip="the dashboard: GPUs, engine, interconnect, log tail"),
+        Binding("p", "show_profiles", "Profiles", tooltip="the profiles, each resolved and checked"),
+        Binding("l", "show_logs", "Logs", tooltip="the vLLM server log, followed"),
+        Binding("h", "show_history", "History", tooltip="boots recorded: KV pool, load time, per profile"),
+        Binding("s", "pick_profile", "Switch", show=False,
+                tooltip="switch profile: opens the profiles; there s switches to the selected one"),
+        Binding("b", "show_boot", "Boot panel", show=False, tooltip="back to the last switch's boot panel"),
+        Binding("R", "restart", "Restart", show=False, tooltip="restart the served profile (asks first)"),
+        Binding("x", "stop", "Stop", show=False, tooltip="stop the vLLM server (asks first)"),
+        Binding("r", "refresh", "Refresh", show=False, tooltip="sample the GPUs and /metrics now"),
+        Binding("t", "change_theme", "Theme", show=False, tooltip="pick a theme; it is saved to config.toml"),
+        Binding("q", "quit", "Quit", tooltip="quit rigctl (vLLM keeps serving)"),
     ]
 
     def __init__(self, sampler: RigSampler, serve: ServeContext | None = None, settings: Settings | None = None,
@@ -45,20 +63,24 @@ class RigApp(App[None]):
         self.initial_switch = initial_switch
         self._rig_worker: Worker[None] | None = None
         self._engine_worker: Worker[None] | None = None
+        self._serve_worker: Worker[None] | None = None
         self.engine_poller = EnginePoller()
+        self.alerts = AlertTracker()
         self._last_rig = None
-        self._switch_worker: Worker[None] | None = None
         self._rig_failing = False
-        self.dashboard = DashboardScreen(sampler.info)
+        self.dashboard = DashboardScreen(sampler.info, self.settings)
         self.profiles = ProfilesScreen(sampler.info)
         self.logs = LogScreen(self.settings)
+        self.history = HistoryScreen(id="history")
         self.boot: BootScreen | None = None
+        self._theme_ready = False
         if serve is not None:
             serve.on_event = lambda event: self.post_message(SwitchProgress(event))
 
     def on_mount(self) -> None:
-        for name, screen in (("dashboard", self.dashboard), ("profiles", self.profiles), ("logs", self.logs)):
-            self.install_screen(screen, name)
+        self._apply_saved_theme()
+        for name in SCREENS:
+            self.install_screen(getattr(self, name), name)
         self.push_screen("dashboard")
         self.poll_now()
         if self.poll_interval:
@@ -66,7 +88,31 @@ class RigApp(App[None]):
             self.set_interval(max(self.poll_interval, self.settings.metrics_interval), self.poll_engine,
                               name="poll-engine")
         if self.initial_switch:
-            self.start_switch(self.initial_switch)
+            self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
+
+    # -- theme -------------------------------------------------------------------------
+
+    def _apply_saved_theme(self) -> None:
+        wanted = self.settings.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            self.notify(f"theme {wanted!r} is not known ({self.settings.sources.get('theme', 'default')}); "
+                        f"using {self.theme}", severity="warning")
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+        self._theme_ready = True
+
+    def _remember_theme(self, theme: Theme) -> None:
+        """A theme picked in the app is saved to config.toml ([tui] theme), comments kept."""
+        if not self._theme_ready or theme.name == self.settings.theme:
+            return
+        try:
+            path = save_setting("theme", theme.name)
+        except (OSError, RigctlError) as exc:
+            self.notify(f"theme not saved: {exc}", severity="warning")
+            return
+        self.settings = type(self.settings)(**{**self.settings.__dict__, "theme": theme.name})
+        self.notify(f"theme {theme.name} saved to {path}", timeout=3)
 
     # -- polling ---------------------------------------------------------------------
 
@@ -108,9 +154,17 @@ class RigApp(App[None]):
             self._rig_failing = False
             self.dashboard.mark_stale(False)
         self.dashboard.show(message.snapshot)
+        self._raise(self.alerts.on_rig(message.snapshot))
 
     def on_engine_sampled(self, message: EngineSampled) -> None:
         self.dashboard.show_engine(message.state, message.serving)
+        if not self.serving_action_running:
+            self._raise(self.alerts.on_engine(message.serving))
+
+    def _raise(self, alerts: list[Alert]) -> None:
+        for alert in alerts:
+            self.notify(alert.text, title=alert.title, severity=alert.severity,  # type: ignore[arg-type]
+                        timeout=30 if alert.severity == "error" else 10)
 
     def on_poll_failed(self, message: PollFailed) -> None:
         if message.source != "rig":
@@ -121,33 +175,75 @@ class RigApp(App[None]):
             self.dashboard.mark_stale(True)
             self.notify(f"GPU sampling failed: {message.error}", severity="error")
 
-    # -- switching -------------------------------------------------------------------
+    # -- switch, restart, stop -------------------------------------------------------------
 
-    def request_switch(self, name: str, detail: str = "") -> None:
+    @property
+    def serving_action_running(self) -> bool:
+        return self._serve_worker is not None and not self._serve_worker.is_finished
+
+    def _can_serve(self) -> bool:
         if self.serve is None:
             self.notify("switching needs a launcher: run rigctl on the rig, or with --sim", severity="warning")
-            return
-        if self._switch_worker is not None and not self._switch_worker.is_finished:
-            self.notify("a switch is already running", severity="warning")
-            return
+            return False
+        if self.serving_action_running:
+            self.notify("a switch, restart or stop is already running", severity="warning")
+            return False
+        return True
 
+    def _confirm(self, question: str, detail: str, then: Callable[[], None]) -> None:
         def answered(yes: bool | None) -> None:
             if yes:
-                self.start_switch(name)
+                then()
 
-        self.push_screen(ConfirmScreen(f"Switch to {name}? The running server stops first.", detail), answered)
+        self.push_screen(ConfirmScreen(question, detail), answered)
 
-    def start_switch(self, name: str) -> None:
+    def request_switch(self, name: str, detail: str = "") -> None:
+        if self._can_serve():
+            self._confirm(f"Switch to {name}? The running server stops first.", detail,
+                          lambda: self.start_serving_action(name, lambda ctx: transaction.switch(ctx, name)))
+
+    def action_restart(self) -> None:
+        record = read_record()
+        if record is None:
+            self.notify("nothing to restart: no server started by rigctl (p, then s, starts one)", severity="warning")
+            return
+        if self._can_serve():
+            name = record.profile
+            self._confirm(f"Restart {name}?", "vLLM stops, then boots the same profile (no rollback target: "
+                          "it is the same profile).", lambda: self.start_serving_action(
+                              name, lambda ctx: transaction.switch(ctx, name, rollback=False)))
+
+    def action_stop(self) -> None:
+        record = read_record()
+        if record is None:
+            self.notify("nothing to stop: no server started by rigctl", severity="warning")
+            return
+        if self._can_serve():
+            self._confirm(f"Stop {record.profile}?", "Nothing will serve until you start or switch a profile.",
+                          lambda: self._start_stop(record.profile))
+
+    def start_serving_action(self, name: str, action: Callable[[ServeContext], object]) -> None:
+        # Installed, so leaving it (d, p, ...) keeps it alive and b brings it back mid-boot.
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        if self.boot is not None and self.is_screen_installed("boot"):
+            self.uninstall_screen("boot")
+            self.boot.remove()
         self.boot = BootScreen(name)
-        self.push_screen(self.boot)
-        self._switch_worker = self._run_switch(name)
+        self.install_screen(self.boot, "boot")
+        self.push_screen("boot")
+        self._serve_worker = self._run_serving(name, action)
 
-    @work(thread=True, group="switch", exit_on_error=False, description="Switching profile")
-    def _run_switch(self, name: str) -> None:
+    def _start_stop(self, name: str) -> None:
+        self.notify(f"stopping {name}...", timeout=3)
+        self._serve_worker = self._run_serving(name, transaction.stop)
+
+    @work(thread=True, group="serve", exit_on_error=False, description="Switching, restarting or stopping")
+    def _run_serving(self, name: str, action: Callable[[ServeContext], object]) -> None:
         assert self.serve is not None
         try:
-            outcome = transaction.switch(self.serve, name)
-        except (ProfileError, RigBusyError) as exc:
+            outcome = action(self.serve)
+        except RigctlError as exc:  # profile errors, a busy rig: shown, nothing touched
             self.post_message(SwitchFinished(name, None, str(exc)))
             return
         except Exception as exc:  # shown, never fatal to the app
@@ -157,32 +253,58 @@ class RigApp(App[None]):
 
     def on_switch_progress(self, message: SwitchProgress) -> None:
         event: Event = message.event  # type: ignore[assignment]
-        if self.boot is not None:
+        if self.boot is not None and not self.boot.done:
             self.boot.add_event(event.kind, event.text, event.profile, event.seconds)
 
     def on_switch_finished(self, message: SwitchFinished) -> None:
         outcome = message.outcome
-        ok = outcome is not None and getattr(outcome, "status", "") == "switched"
+        status = getattr(outcome, "status", "")
+        ok = outcome is not None and status in ("switched", "stopped")
         text = message.error or getattr(outcome, "message", "")
-        if self.boot is not None:
+        title = {"switched": "switch", "stopped": "stop", "rolled_back": "rolled back"}.get(status, "failed")
+        if self.boot is not None and not self.boot.done:
             self.boot.finish(text, ok)
-        self.notify(text, title="switch", severity="information" if ok else "error", timeout=10)
+        self.notify(text, title=title, severity="information" if ok else "error", timeout=15)
         self.profiles.action_reload()
         self.poll_now()
 
     # -- navigation ------------------------------------------------------------------
 
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(help_rows(self, HELP_SCOPES)))
+
     def action_refresh(self) -> None:
         self.poll_now()
 
+    def go(self, name: str) -> None:
+        """Show one of the main screens; dialogs and the boot panel above it are closed first."""
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        if self.screen is not self.get_screen(name):
+            self.switch_screen(name)
+
     def action_show_dashboard(self) -> None:
-        self.switch_screen("dashboard")
+        self.go("dashboard")
 
     def action_show_profiles(self) -> None:
-        self.switch_screen("profiles")
+        self.go("profiles")
+
+    def action_pick_profile(self) -> None:
+        self.go("profiles")
+        self.notify("pick a profile, then s to switch to it", timeout=3)
 
     def action_show_logs(self) -> None:
-        self.switch_screen("logs")
+        self.go("logs")
+
+    def action_show_history(self) -> None:
+        self.go("history")
+
+    def action_show_boot(self) -> None:
+        if not self.is_screen_installed("boot"):
+            self.notify("no switch yet in this session", timeout=3)
+        elif self.screen is not self.boot:
+            self.push_screen("boot")
 
 
 def make_app(sampler: RigSampler, serve: ServeContext | None = None, poll_interval: float | None = 1.0,

@@ -14,7 +14,7 @@ from rigctl.gpu.sampler import RigSampler
 from rigctl.gpu.simulated import SimulatedBackend
 from rigctl.serve.state import ActiveState, write_state
 from rigctl.tui.app import make_app
-from tests.tui.helpers import poll
+from tests.tui.helpers import poll, settle
 
 
 def app_on(rig: str):  # noqa: ANN201
@@ -31,8 +31,7 @@ def test_profiles_screen_lists_marks_active_and_diffs(size: tuple[int, int], iso
         async with app.run_test(size=size) as pilot:
             await poll(app, pilot)
             await pilot.press("p")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(app, pilot)
             table = app.screen.query_one(DataTable)
             assert table.row_count == 9
             names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
@@ -58,8 +57,7 @@ def test_invalid_profile_shows_its_errors_inline(isolated_dirs: Path) -> None:
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("p")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(app, pilot)
             table = app.screen.query_one(DataTable)
             assert list(table.get_row_at(0))[:2] == ["  aaa-broken", "INVALID"]
             detail = str(app.screen.query_one("#profile-detail", Static).content)

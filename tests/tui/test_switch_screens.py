@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Static
 
-from rigctl.cli.serving import make_context
 from rigctl.serve import switch as transaction
 from rigctl.serve.record import read_record
 from rigctl.tui.app import make_app
@@ -17,22 +15,12 @@ from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.widgets.server_log import MAX_LINES, ServerLog
 from tests.support.serving import add_profile
-from tests.tui.helpers import poll
-
-
-@pytest.fixture
-def tui_ctx(monkeypatch: pytest.MonkeyPatch, profiles: Path):  # noqa: ANN201
-    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
-    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
-    ctx = make_context(argparse.Namespace(sim="2x3090-nvlink"))
-    yield ctx
-    transaction.stop(ctx)
+from tests.tui.helpers import poll, settle
 
 
 async def choose(app, pilot, name: str) -> None:  # noqa: ANN001
     await pilot.press("p")
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(app, pilot)
     table = app.screen.query_one(DataTable)
     names = [str(table.get_row_at(i)[0]).strip() for i in range(table.row_count)]
     table.move_cursor(row=names.index(name))
@@ -42,7 +30,7 @@ async def choose(app, pilot, name: str) -> None:  # noqa: ANN001
 async def wait_switch(app, pilot) -> None:  # noqa: ANN001
     for _ in range(200):
         await pilot.pause(0.05)
-        if app._switch_worker is not None and app._switch_worker.is_finished:
+        if app._serve_worker is not None and app._serve_worker.is_finished:
             break
     await pilot.pause()
 
@@ -78,7 +66,7 @@ def test_declined_confirmation_touches_nothing(tui_ctx) -> None:  # noqa: ANN001
         async with app.run_test(size=(80, 24)) as pilot:
             await choose(app, pilot, "good")
             await pilot.press("s", "n")
-            assert app.screen.id == "profiles" and app._switch_worker is None
+            assert app.screen.id == "profiles" and app._serve_worker is None
     asyncio.run(scenario())
     assert read_record() is None
 

@@ -16,10 +16,10 @@ STEPS_SHOWN = 8  # phases of the current boot shown at once
 
 
 class BootScreen(Screen[None]):
-    BINDINGS = [Binding("escape,enter", "app.pop_screen", "Close")]
+    BINDINGS = [Binding("escape,enter", "app.pop_screen", "Close", tooltip="close the boot panel (the switch goes on)")]
 
     def __init__(self, target: str) -> None:
-        super().__init__(id="boot")
+        super().__init__(classes="boot-panel")
         self.target = target
         self.steps: list[tuple[str, str, str]] = []  # (kind, text, style)
         self.done = False

@@ -10,7 +10,8 @@ from textual.widgets import Button, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    BINDINGS = [Binding("y", "answer(True)", "Yes", tooltip="yes: go ahead"),
+                Binding("n,escape", "answer(False)", "No", tooltip="no: nothing is touched")]
 
     def __init__(self, question: str, detail: str = "") -> None:
         super().__init__(id="confirm")

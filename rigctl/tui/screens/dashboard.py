@@ -1,4 +1,6 @@
-"""The dashboard: host line, one card per GPU, the interconnect panel."""
+"""The dashboard: host line, one card per GPU, the engine, the interconnect, and on a tall
+terminal the server log. It adapts: narrow (<100 columns) stacks and drops the matrix, short
+(<30 rows) keeps the interconnect to its pair line and warnings, tall (>=36 rows) adds the log."""
 
 from __future__ import annotations
 
@@ -7,22 +9,28 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from rigctl.gpu.model import RigInfo, RigSnapshot
+from rigctl.config import Settings
 from rigctl.engine.poller import EngineState
+from rigctl.gpu.model import RigInfo, RigSnapshot
+from rigctl.serve.status import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
-from rigctl.serve.status import ServingStatus
 from rigctl.tui.widgets.host_bar import HostBar
+from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel
 
-NARROW = 100  # below this many columns panels stack and the matrix collapses
+NARROW = 100  # columns: below, panels stack and the matrix collapses
+SHORT = 30  # rows: below, the interconnect shows its essentials only
+TALL = 36  # rows: from here the log tail joins the dashboard
+TAIL_LINES = 500  # the dashboard keeps a short tail; the log screen keeps more
 
 
 class DashboardScreen(Screen[None]):
-    def __init__(self, info: RigInfo) -> None:
+    def __init__(self, info: RigInfo, settings: Settings) -> None:
         super().__init__(id="dashboard")
         self.info = info
+        self.settings = settings
         self.last_snapshot: RigSnapshot | None = None
 
     def compose(self) -> ComposeResult:
@@ -33,18 +41,38 @@ class DashboardScreen(Screen[None]):
                 for gpu in self.info.gpus:
                     yield GpuCard(gpu)
             yield EnginePanel()
-            with Horizontal(id="lower"):
-                yield TopologyPanel()
+            yield TopologyPanel()
+        yield LogTail(self.settings, id="dashboard-log", max_lines=TAIL_LINES)
         yield Footer()
 
+    @property
+    def narrow(self) -> bool:
+        return self.size.width < NARROW
+
+    @property
+    def short(self) -> bool:
+        return self.size.height < SHORT
+
+    @property
+    def tall(self) -> bool:
+        return self.size.height >= TALL
+
     def on_resize(self) -> None:
-        self.set_class(self.size.width < NARROW, "-narrow")
+        self.set_class(self.narrow, "-narrow")
+        self.set_class(self.tall, "-tall")
+        self._follow_log()
         if self.last_snapshot is not None:
             self.show(self.last_snapshot)
 
-    @property
-    def compact(self) -> bool:
-        return self.size.width < NARROW
+    def on_screen_resume(self) -> None:
+        self._follow_log()
+
+    def on_screen_suspend(self) -> None:
+        self.query_one(LogTail).follow(False)
+
+    def _follow_log(self) -> None:
+        """The tail reads the log only while it is on screen: nothing is spent on a hidden panel."""
+        self.query_one(LogTail).follow(self.tall and self.is_current)
 
     def show(self, snapshot: RigSnapshot) -> None:
         self.last_snapshot = snapshot
@@ -53,7 +81,8 @@ class DashboardScreen(Screen[None]):
             sample = snapshot.sample_for(card.gpu.index)
             if sample is not None:
                 card.show(sample)
-        self.query_one(TopologyPanel).show(snapshot, compact=self.compact)
+        self.query_one(TopologyPanel).show(snapshot, matrix=not self.narrow and not self.short,
+                                           essentials_only=self.short)
 
     def show_engine(self, state: EngineState, serving: ServingStatus) -> None:
         self.query_one(ServingBar).show(serving)

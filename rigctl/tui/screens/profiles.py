@@ -63,8 +63,11 @@ def diff_text(changes: list[Change], active: str) -> str:
 
 
 class ProfilesScreen(Screen[None]):
-    BINDINGS = [Binding("s", "switch", "Switch"), Binding("ctrl+r", "reload", "Reload"),
-                Binding("escape", "app.show_dashboard", "Back", show=False)]
+    BINDINGS = [Binding("s", "switch", "Switch",
+                        tooltip="switch to the selected profile (or enter/click on a row; asks first, "
+                                "rolls back on failure)"),
+                Binding("ctrl+r", "reload", "Reload", tooltip="read the profile files again"),
+                Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard")]
 
     def __init__(self, rig: RigInfo | None) -> None:
         super().__init__(id="profiles")
@@ -115,6 +118,9 @@ class ProfilesScreen(Screen[None]):
         if not table.row_count:
             return None
         return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_switch()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail(str(event.row_key.value) if event.row_key else None)

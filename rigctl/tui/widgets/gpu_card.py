@@ -62,8 +62,8 @@ class GpuCard(Vertical):
         temp_class = temperature_level(sample.temperature_c)
         stats = self.query_one("#stats", Static)
         stats.set_classes(f"card-line {temp_class}")
-        self._set_line("#stats", f"util {fmt.pct(sample.util_gpu, 0)}  {fmt.celsius(sample.temperature_c)}"
-                                 f"  fan {fmt.pct(sample.fan_pct, 0)}  P{sample.pstate if sample.pstate is not None else '?'}")
+        self._set_line("#stats", f"util {fmt.pct(sample.util_gpu)}  {fmt.celsius(sample.temperature_c)}"
+                                 f"  fan {fmt.pct(sample.fan_pct)}  P{sample.pstate if sample.pstate is not None else '?'}")
         link = f"{fmt.pcie(sample.pcie_gen, sample.pcie_width)}/{fmt.pcie(gpu.pcie_gen_max, gpu.pcie_width_max)}"
         self._set_line("#clocks", f"SM {fmt.mhz(sample.sm_clock)}  PCIe {link.replace('Gen', 'G').replace(' x', 'x')}")
         self._power.push(sample.power_w)

@@ -11,11 +11,13 @@ from rigctl.gpu.topology import p2p_code
 SEVERITY_STYLE = {"info": "dim", "warn": "yellow", "error": "bold red"}
 
 
-def topology_text(snapshot: RigSnapshot, compact: bool) -> Text:
+def topology_text(snapshot: RigSnapshot, matrix: bool = True, essentials_only: bool = False) -> Text:
+    """`matrix`: the nvidia-smi topo -m grid; `essentials_only`: pair lines and real warnings
+    (a short terminal drops the per-GPU link lines and informational notes)."""
     info, topo = snapshot.info, snapshot.topology
     out = Text()
     names = [f"GPU{g.index}" for g in info.gpus]
-    if not compact:
+    if matrix and len(info.gpus) > 1:
         out.append("      " + "  ".join(f"{n:^5}" for n in names) + "\n", style="bold")
         for gpu in info.gpus:
             cells = "  ".join(f"{topo.labels[(gpu.index, o.index)]:^5}" for o in info.gpus)
@@ -25,11 +27,14 @@ def topology_text(snapshot: RigSnapshot, compact: bool) -> Text:
             if a.index < b.index:
                 codes = "/".join(p2p_code(topo, a.index, b.index, c) for c in (P2PCap.READ, P2PCap.NVLINK))
                 out.append(f"GPU{a.index}-GPU{b.index} {topo.labels[(a.index, b.index)]}  P2P r/n {codes}\n")
-    for gpu in info.gpus:
-        links = gpu.active_nvlinks
-        nv = f"{len(links)}x NVLink {links[0].version}" if links else "no NVLink"
-        out.append(f"GPU{gpu.index} PCIe max G{gpu.pcie_gen_max}x{gpu.pcie_width_max}, {nv}\n")
+    if not essentials_only:
+        for gpu in info.gpus:
+            links = gpu.active_nvlinks
+            nv = f"{len(links)}x NVLink {links[0].version}" if links else "no NVLink"
+            out.append(f"GPU{gpu.index} PCIe max G{gpu.pcie_gen_max}x{gpu.pcie_width_max}, {nv}\n")
     for warning in snapshot.warnings:
+        if essentials_only and warning.severity == "info":
+            continue
         out.append(f"{'!' if warning.severity != 'info' else 'i'} {warning.message}\n",
                    style=SEVERITY_STYLE.get(warning.severity, ""))
     out.rstrip()
@@ -42,8 +47,8 @@ class TopologyPanel(Static):
         self.border_title = "Interconnect"
         self._last_key: tuple[object, ...] | None = None
 
-    def show(self, snapshot: RigSnapshot, compact: bool) -> None:
-        key = (compact, snapshot.warnings)  # topology is static; only warnings and layout change
+    def show(self, snapshot: RigSnapshot, matrix: bool = True, essentials_only: bool = False) -> None:
+        key = (matrix, essentials_only, snapshot.warnings)  # topology is static; warnings and layout change
         if key != self._last_key:
             self._last_key = key
-            self.update(topology_text(snapshot, compact))
+            self.update(topology_text(snapshot, matrix, essentials_only))

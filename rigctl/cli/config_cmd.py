@@ -1,0 +1,51 @@
+"""`rigctl config [--json]`: the effective settings and where each one came from."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from rigctl.cli import common
+from rigctl.config import Settings, as_table, config_path, field_location, load_settings
+from rigctl.profiles.store import user_dir
+
+
+def register(sub: Any) -> None:
+    parser = common.add_command(sub, "config", "the effective settings and where each came from")
+    common.add_json_flag(parser)
+    parser.set_defaults(handler=run)
+
+
+def rows(settings: Settings) -> list[dict[str, Any]]:
+    out = []
+    for name, value in as_table(settings).items():
+        table, key = field_location(name)
+        out.append({"setting": f"{table}.{key}", "value": list(value) if isinstance(value, tuple) else value,
+                    "source": settings.sources.get(name, "default")})
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return shlex.join(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if value != "" else "(unset)"
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    path = config_path()
+    table = rows(settings)
+    if args.json:
+        common.print_json({"config_file": str(path), "config_file_exists": path.is_file(),
+                           "profiles_dir_effective": str(user_dir()), "settings": table})
+        return 0
+    print(f"config file: {path}{'' if path.is_file() else ' (absent: all defaults)'}")
+    print(f"profiles dir: {user_dir()}")
+    width = max(len(row["setting"]) for row in table)
+    value_width = min(40, max(len(_shown(row["value"])) for row in table))
+    for row in table:
+        print(f"  {row['setting']:<{width}}  {_shown(row['value']):<{value_width}}  {row['source']}")
+    return 0

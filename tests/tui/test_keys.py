@@ -1,0 +1,198 @@
+"""The key map: the help screen lists every binding, and each listed binding does what it says,
+at 80x24 and 160x48, on the simulated 2x3090 rig with a real simulated vLLM serving."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from textual.command import CommandPalette
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from rigctl.serve import switch as transaction
+from rigctl.serve.record import read_record
+from rigctl.tui.app import HELP_SCOPES, RigApp, make_app
+from rigctl.tui.screens.boot import BootScreen
+from rigctl.tui.screens.confirm import ConfirmScreen
+from rigctl.tui.screens.help import HelpScreen, help_rows, key_label
+from rigctl.tui.widgets.server_log import ServerLog
+from tests.tui.helpers import poll, screen_text, settle
+
+SIZES = [(80, 24), (160, 48)]
+
+
+def first_key(keys: str) -> str:
+    return keys.split(",")[0]
+
+
+async def on_screen(app: RigApp, pilot: Pilot[Any], scope: str) -> None:
+    """Bring up the screen where a binding of `scope` applies."""
+    app.go("dashboard" if scope in ("everywhere", "boot panel", "confirm") else scope)
+    await settle(app, pilot)
+    if scope == "boot panel":
+        app.action_show_boot()
+        await pilot.pause()
+        assert isinstance(app.screen, BootScreen)
+    if scope == "confirm":
+        await pilot.press("R")
+        assert isinstance(app.screen, ConfirmScreen)
+
+
+def notified(app: RigApp, text: str) -> bool:
+    return any(text in n.message for n in app._notifications)
+
+
+async def check_help(app: RigApp, pilot: Pilot[Any]) -> None:
+    assert isinstance(app.screen, HelpScreen)
+    await pilot.press("escape")
+    assert not isinstance(app.screen, HelpScreen)
+
+
+async def check_confirm(app: RigApp, pilot: Pilot[Any], question: str) -> None:
+    assert isinstance(app.screen, ConfirmScreen) and question in app.screen.question
+    await pilot.press("n")
+    assert not isinstance(app.screen, ConfirmScreen)
+    assert read_record() is not None and read_record().profile == "good"  # declined: nothing touched
+
+
+async def check_refresh(app: RigApp, pilot: Pilot[Any]) -> None:
+    assert app._rig_worker is not None and app._engine_worker is not None
+
+
+async def check_theme(app: RigApp, pilot: Pilot[Any]) -> None:
+    assert isinstance(app.screen, CommandPalette)
+    await pilot.press("escape")
+
+
+async def check_boot(app: RigApp, pilot: Pilot[Any]) -> None:
+    assert isinstance(app.screen, BootScreen) and app.screen.done
+
+
+async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
+    """What pressing the key of `action` must have done."""
+    if action == "app.help":
+        await check_help(app, pilot)
+    elif action in ("app.show_dashboard", "app.show_profiles", "app.show_logs", "app.show_history"):
+        assert app.screen.id == action.removeprefix("app.show_")
+    elif action == "app.pick_profile":
+        assert app.screen.id == "profiles" and notified(app, "then s to switch")
+    elif action == "app.show_boot":
+        await check_boot(app, pilot)
+    elif action == "app.restart":
+        await check_confirm(app, pilot, "Restart good?")
+    elif action == "app.stop":
+        await check_confirm(app, pilot, "Stop good?")
+    elif action == "app.refresh":
+        await check_refresh(app, pilot)
+    elif action == "app.change_theme":
+        await check_theme(app, pilot)
+    elif action == "screen.switch":
+        await check_confirm(app, pilot, "Switch to ")
+    elif action == "screen.reload":
+        assert app.screen.id in ("profiles", "history")
+        await settle(app, pilot)
+        table = app.screen.query_one(DataTable)
+        assert table.row_count >= 1  # the profiles, or the one boot recorded
+    elif action == "screen.clear":
+        assert app.screen.query_one(ServerLog).line_count == 0
+    elif action == "app.pop_screen":
+        assert not isinstance(app.screen, BootScreen) and app.screen.id == "dashboard"
+    elif action == "screen.answer(True)":
+        await wait_serving(app, pilot)  # the confirmed restart runs and boots good again
+        assert isinstance(app.screen, BootScreen) and app.screen.done
+        assert "switched to good" in str(app.boot.query_one("#boot-outcome").content)
+    elif action == "screen.answer(False)":
+        assert not isinstance(app.screen, ConfirmScreen) and app._serve_worker is None
+    elif action == "app.quit":
+        pass  # checked after run_test returns
+    else:
+        raise AssertionError(f"no check written for {action}: add one")
+
+
+async def wait_serving(app: RigApp, pilot: Pilot[Any]) -> None:
+    for _ in range(200):
+        await pilot.pause(0.05)
+        if app._serve_worker is not None and app._serve_worker.is_finished:
+            break
+    await pilot.pause()
+
+
+def rows_to_press(app: RigApp) -> list[tuple[str, str, str]]:
+    """(scope, key, action) for every help row; quit last, the confirm 'yes' just before it."""
+    rows = [(r.scope, first_key(r.keys), r.action) for r in help_rows(app, HELP_SCOPES)]
+    for key in ("n,escape",):  # the second key of a row is exercised too where it differs in kind
+        rows.append(("confirm", key.split(",")[1], "screen.answer(False)"))
+    order = {"screen.answer(True)": 1, "app.quit": 2}
+    return sorted(rows, key=lambda row: order.get(row[2], 0))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_every_help_binding_works(tui_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+    assert transaction.switch(tui_ctx, "good").status == "switched"
+    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+    pressed: list[str] = []
+
+    async def scenario() -> None:
+        async with app.run_test(size=size) as pilot:
+            await poll(app, pilot)
+            app.start_serving_action("good", lambda ctx: transaction.switch(ctx, "good", rollback=False))
+            await wait_serving(app, pilot)  # a boot panel exists for b and the boot panel's keys
+            app._serve_worker = None
+            await pilot.press("enter")
+            for scope, key, action in rows_to_press(app):
+                await on_screen(app, pilot, scope)
+                if action == "screen.clear":
+                    app.screen.query_one(ServerLog).write_lines(["a line to clear"])
+                await pilot.press(key)
+                await pilot.pause()
+                await check_for(action, app, pilot)
+                pressed.append(action)
+
+    asyncio.run(scenario())
+    assert app.return_code == 0 and pressed[-1] == "app.quit"
+    assert {"app.help", "app.restart", "app.stop", "app.show_history", "screen.switch"} <= set(pressed)
+
+
+def test_help_screen_shows_keys_and_explains_na(tui_ctx) -> None:  # noqa: ANN001
+    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await poll(app, pilot)
+            await pilot.press("question_mark")
+            text = screen_text(app)
+            for row in help_rows(app, HELP_SCOPES)[:8]:  # the first rows are on screen without scrolling
+                assert key_label(row.keys) in text
+            help_screen = app.screen
+            assert isinstance(help_screen, HelpScreen)
+            na = str(help_screen.query_one("#help-na").content)
+            assert "NotSupported" in na and "--sim" in na and "two scrapes" in na
+
+    asyncio.run(scenario())
+
+
+def test_navigation_closes_dialogs_and_keeps_the_boot_panel(tui_ctx) -> None:  # noqa: ANN001
+    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("p")
+            await settle(app, pilot)
+            table = app.screen.query_one(DataTable)
+            names = [str(table.get_row_at(i)[0]).strip() for i in range(table.row_count)]
+            table.move_cursor(row=names.index("good"))
+            await pilot.press("s", "y")
+            await pilot.press("d")  # leave the boot panel while it boots
+            assert app.screen.id == "dashboard" and len(app.screen_stack) == 2
+            await wait_serving(app, pilot)
+            await pilot.press("b")
+            assert isinstance(app.screen, BootScreen) and app.screen.done
+            assert "switched to good" in str(app.screen.query_one("#boot-outcome").content)
+            await pilot.press("question_mark", "l")  # a dialog takes the keys: l does not act under it
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape", "l")  # the boot panel under it closes as the logs open
+            assert app.screen.id == "logs" and len(app.screen_stack) == 2
+
+    asyncio.run(scenario())
