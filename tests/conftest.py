@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from rigctl.serve.control import ServeContext
 
 
 @pytest.fixture(autouse=True)
@@ -38,3 +41,18 @@ def profiles(isolated_dirs: Path, port: int) -> Path:
     add_profile(user, "good", "", port)
     add_profile(user, "alt", "", port, parent="qwen36-27b-fp8-tp2")
     return user
+
+
+@pytest.fixture
+def serve_ctx(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> Iterator[ServeContext]:
+    """A serve context on the simulated 2x3090 rig with the test profiles; stops what it started."""
+    import argparse
+
+    from rigctl.cli.serving import make_context
+    from rigctl.serve import switch as transaction
+
+    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
+    ctx = make_context(argparse.Namespace(sim="2x3090-nvlink"))
+    yield ctx
+    transaction.stop(ctx)

@@ -1,32 +1,96 @@
-"""The core and the headless commands never import Textual (checked in a fresh process)."""
+"""The core and every headless command never import Textual (checked in fresh processes):
+scripts and cron jobs pay for neither Textual's import time nor its memory."""
 
 from __future__ import annotations
 
+import argparse
+import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
-import pytest
+import rigctl
+from rigctl.cli import build_parser
 
-CORE_MODULES = ["rigctl.gpu.backend", "rigctl.gpu.nvml", "rigctl.gpu.simulated", "rigctl.gpu.sampler",
-                "rigctl.gpu.topology", "rigctl.gpu.warnings", "rigctl.gpu.report", "rigctl.fmt", "rigctl.cli"]
+FIXTURES = Path(__file__).parent / "fixtures" / "vllm"
+UI_PACKAGES = ("rigctl.tui",)
+TUI_COMMANDS = {"demo"}  # and bare `rigctl`
 
-HEADLESS = [["status", "--sim", "2x3090-nvlink", "--json"], ["topo", "--sim", "2x4090-pcie"],
-            ["gpus", "--sim", "1x3090"], ["sims"]]
+# Every headless subcommand, run as a script would, in the order a session goes. Each entry
+# is (argv, expected exit code).
+HEADLESS: list[tuple[list[str], int]] = [
+    (["sims"], 0),
+    (["status", "--json"], 0),
+    (["topo"], 0),
+    (["gpus"], 0),
+    (["config", "--json"], 0),
+    (["profile", "list"], 0),
+    (["profile", "show", "good"], 0),
+    (["profile", "diff", "good", "alt"], 0),
+    (["profile", "validate", "good"], 0),
+    (["profile", "argv", "good"], 0),
+    (["profile", "new", "mine", "--from", "good"], 0),
+    (["profile", "set", "mine", "vllm.max_num_seqs", "4"], 0),
+    (["profile", "unset", "mine", "vllm.max_num_seqs"], 0),
+    (["bootlog", str(FIXTURES / "bootlog_0.11.0_1.log")], 0),
+    (["metrics", "--file", str(FIXTURES / "metrics_0.10.0_1.prom")], 0),
+    (["switch", "good"], 0),
+    (["metrics", "--json"], 0),
+    (["logs", "-n", "5"], 0),
+    (["history"], 0),
+    (["restart"], 0),
+    (["stop"], 0),
+    (["start"], 0),
+    (["stop"], 0),
+]
 
 
-def loaded_after(code: str) -> set[str]:
-    probe = f"{code}\nimport sys\nprint(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
-    return set(out.stdout.split())
+def ui_modules(names: str) -> list[str]:
+    return [m for m in names.split() if m.split(".")[0] in ("textual", "rich")]
 
 
-@pytest.mark.parametrize("module", CORE_MODULES)
-def test_core_imports_no_textual(module: str) -> None:
-    assert loaded_after(f"import {module}") == set()
+def core_modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.walk_packages(rigctl.__path__, "rigctl.")
+                  if not m.name.startswith(UI_PACKAGES) and m.name != "rigctl.__main__")
 
 
-@pytest.mark.parametrize("argv", HEADLESS, ids=lambda a: a[0])
-def test_headless_commands_import_no_textual(argv: list[str]) -> None:
-    code = ("import contextlib, io\nfrom rigctl.cli import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0")
-    assert loaded_after(code) == set()
+def subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def test_every_core_module_imports_no_textual() -> None:
+    modules = core_modules()
+    assert "rigctl.alerts" in modules and "rigctl.sim.vllm_server" in modules and len(modules) > 60
+    probe = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
+             "print(' '.join(sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert ui_modules(out.stdout) == []
+
+
+def test_the_list_covers_every_headless_subcommand() -> None:
+    covered = {argv[0] for argv, _ in HEADLESS}
+    assert subcommands(build_parser()) - TUI_COMMANDS == covered
+
+
+def test_every_headless_command_imports_no_textual(profiles: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
+    # One process runs the whole session; after each command it names any UI module now loaded.
+    code = ("import contextlib, io, sys\nfrom rigctl.cli import main\n"
+            f"for argv, expected in {HEADLESS!r}:\n"
+            "    out = io.StringIO()\n"
+            "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):\n"
+            "        code = main(argv)\n"
+            "    loaded = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
+            "    print(' '.join(argv[:2]), code, expected, ','.join(loaded) or '-')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(HEADLESS)
+    for line in lines:
+        *command, code_, expected, loaded = line.split()
+        assert code_ == expected, f"{' '.join(command)} exited {code_}"
+        assert loaded == "-", f"{' '.join(command)} loaded {loaded}"

@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 
 from rigctl.cli import common
 from rigctl.config import load_settings
 from rigctl.engine import report
-from rigctl.engine.client import EngineClient
+from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.derive import interval
 from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
@@ -110,8 +109,8 @@ def _endpoint(args: argparse.Namespace) -> tuple[str, str | None]:
 def _scrape(client: EngineClient) -> EngineSnapshot:
     try:
         return snapshot(parse(client.metrics_text()), time.time())
-    except httpx.HTTPError as exc:
-        raise RigctlError(f"cannot read {client.base_url}/metrics: {type(exc).__name__}") from exc
+    except EngineHTTPError as exc:
+        raise RigctlError(f"cannot read {client.base_url}/metrics: {exc}") from exc
     except ExpositionError as exc:
         raise RigctlError(f"{client.base_url}/metrics: {exc}") from exc
 

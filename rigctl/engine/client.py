@@ -2,6 +2,11 @@
 
 Readiness follows vLLM's behaviour: connection refused while booting, /health 200 and
 /v1/models listing the served name once ready, /health 503 when the engine died.
+
+Plain http.client over one kept-alive connection: the dashboard scrapes /metrics every
+second beside vLLM, and httpx's machinery cost three times the CPU of the request itself
+(benchmarks/bench_tui.py). Only 127.0.0.1-style endpoints are expected; no proxies, no TLS
+unless the URL says https.
 """
 
 from __future__ import annotations
@@ -9,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import http.client
+import json
+from urllib.parse import urlsplit
 
 
 @dataclass(frozen=True)
@@ -25,14 +32,31 @@ class Probe:
         return self.healthy and name in self.models
 
 
+class EngineHTTPError(Exception):
+    """The endpoint did not answer (refused, timed out, reset) or answered with an error status."""
+
+    def __init__(self, kind: str, status: int | None = None) -> None:
+        super().__init__(kind if status is None else f"HTTP {status}")
+        self.kind = kind
+        self.status = status
+
+
 class EngineClient:
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 2.0) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers, trust_env=False)
+        parts = urlsplit(self.base_url)
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or "127.0.0.1"
+        self._port = parts.port or (443 if self._https else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._timeout = timeout
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._conn: http.client.HTTPConnection | None = None
 
     def close(self) -> None:
-        self._http.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def __enter__(self) -> EngineClient:
         return self
@@ -40,16 +64,45 @@ class EngineClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            self._conn = kind(self._host, self._port, timeout=self._timeout)
+        return self._conn
+
+    def request(self, path: str) -> tuple[int, bytes]:
+        """GET `path`: (status, body). A dropped kept-alive connection is retried once, fresh."""
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request("GET", self._prefix + path, headers=self._headers)
+                response = conn.getresponse()
+                return response.status, response.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                self.close()
+                if attempt == 2:
+                    raise EngineHTTPError(type(exc).__name__) from exc
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                raise EngineHTTPError(type(exc).__name__) from exc
+        raise AssertionError("unreachable")
+
+    def get_json(self, path: str) -> Any:
+        status, body = self.request(path)
+        if status != 200:
+            raise EngineHTTPError("status", status)
+        return json.loads(body)
+
     def probe(self) -> Probe:
         try:
-            health = self._http.get("/health")
-        except httpx.HTTPError as exc:
-            return Probe(False, False, (), None, error=type(exc).__name__)
-        if health.status_code != 200:
-            return Probe(True, False, (), None, status=health.status_code)
+            status, _ = self.request("/health")
+        except EngineHTTPError as exc:
+            return Probe(False, False, (), None, error=exc.kind)
+        if status != 200:
+            return Probe(True, False, (), None, status=status)
         try:
-            cards = self._http.get("/v1/models").json().get("data", [])
-        except (httpx.HTTPError, ValueError):
+            cards = self.get_json("/v1/models").get("data", [])
+        except (EngineHTTPError, ValueError, AttributeError):
             return Probe(True, True, (), None, status=200)
         names = tuple(str(c.get("id")) for c in cards)
         lengths = [c.get("max_model_len") for c in cards if isinstance(c.get("max_model_len"), int)]
@@ -57,14 +110,12 @@ class EngineClient:
 
     def version(self) -> str | None:
         try:
-            return str(self._http.get("/version").json().get("version"))
-        except (httpx.HTTPError, ValueError, AttributeError):
+            return str(self.get_json("/version").get("version"))
+        except (EngineHTTPError, ValueError, AttributeError):
             return None
 
     def metrics_text(self) -> str:
-        response = self._http.get("/metrics")
-        response.raise_for_status()
-        return response.text
-
-    def get_json(self, path: str) -> Any:
-        return self._http.get(path).json()
+        status, body = self.request("/metrics")
+        if status != 200:
+            raise EngineHTTPError("status", status)
+        return body.decode("utf-8", errors="replace")

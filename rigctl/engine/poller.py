@@ -9,9 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import httpx
-
-from rigctl.engine.client import EngineClient, Probe
+from rigctl.engine.client import EngineClient, EngineHTTPError, Probe
 from rigctl.engine.derive import IntervalFigures, interval
 from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
@@ -69,8 +67,8 @@ class EnginePoller:
         self._tick += 1
         try:
             current = snapshot(parse(client.metrics_text()), self._clock())
-        except (httpx.HTTPError, ExpositionError) as exc:
-            error = f"{record.base_url}/metrics: {type(exc).__name__}"
+        except (EngineHTTPError, ExpositionError) as exc:
+            error = f"{record.base_url}/metrics: {exc}"
             since = self._last.since or self._clock()
             self._last = EngineState(record, self._last.snapshot, self._last.figures, probe, error, since)
             self._previous = None  # the next good scrape starts a fresh interval

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.theme import Theme
-from textual.worker import Worker
+from textual.worker import Worker, get_current_worker
 
 from rigctl.alerts import Alert, AlertTracker
 from rigctl.config import Settings, load_settings, save_setting
-from rigctl.engine.poller import EnginePoller
+from rigctl.engine.poller import EnginePoller, EngineState
 from rigctl.errors import RigctlError
+from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.control import ServeContext
 from rigctl.serve.record import read_record
-from rigctl.serve.status import observe
-from rigctl.tui.messages import EngineSampled, PollFailed, RigSampled, SwitchFinished, SwitchProgress
+from rigctl.serve.status import ServingStatus, observe
+from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.dashboard import DashboardScreen
@@ -30,6 +33,7 @@ from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
 
 SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen}
+OBSERVE_EVERY = 5  # ticks between full checks of what serves while nothing changes
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
 
@@ -61,8 +65,12 @@ class RigApp(App[None]):
         self.settings = settings or (serve.settings if serve else load_settings())
         self.poll_interval = poll_interval
         self.initial_switch = initial_switch
-        self._rig_worker: Worker[None] | None = None
-        self._engine_worker: Worker[None] | None = None
+        self._poll_loop_worker: Worker[None] | None = None
+        self._tick_worker: Worker[None] | None = None
+        self._wake = threading.Event()
+        self._serving: ServingStatus | None = None
+        self._observe_key: object = None
+        self._observe_tick = 0
         self._serve_worker: Worker[None] | None = None
         self.engine_poller = EnginePoller()
         self.alerts = AlertTracker()
@@ -82,11 +90,11 @@ class RigApp(App[None]):
         for name in SCREENS:
             self.install_screen(getattr(self, name), name)
         self.push_screen("dashboard")
-        self.poll_now()
         if self.poll_interval:
-            self.set_interval(self.poll_interval, self.poll_rig, name="poll-rig")
-            self.set_interval(max(self.poll_interval, self.settings.metrics_interval), self.poll_engine,
-                              name="poll-engine")
+            self._poll_loop_worker = self._poll_loop(self.poll_interval,
+                                                     max(self.poll_interval, self.settings.metrics_interval))
+        else:
+            self.poll_now()
         if self.initial_switch:
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 
@@ -115,65 +123,96 @@ class RigApp(App[None]):
         self.notify(f"theme {theme.name} saved to {path}", timeout=3)
 
     # -- polling ---------------------------------------------------------------------
+    # One long-lived thread samples the GPUs and scrapes /metrics, then posts one message per
+    # tick, so the screen repaints once a second. A worker per poll cost more than the poll
+    # (its state messages and a second repaint); see benchmarks/bench_tui.py.
 
     def poll_now(self) -> None:
-        self.poll_rig()
-        self.poll_engine()
+        """Sample now: wakes the loop, or (no loop: tests, r before the first tick) runs one tick."""
+        if self._poll_loop_worker is not None and not self._poll_loop_worker.is_finished:
+            self._wake.set()
+        elif self._tick_worker is None or self._tick_worker.is_finished:
+            self._tick_worker = self._one_tick()
 
-    def poll_rig(self) -> None:
-        """Start a rig sample unless the last one still runs (single-flight)."""
-        if self._rig_worker is None or self._rig_worker.is_finished:
-            self._rig_worker = self._poll_rig()
+    @work(thread=True, group="poll", exit_on_error=False, description="Sampling the GPUs and /metrics")
+    def _one_tick(self) -> None:
+        self._tick(engine_due=True)
 
-    def poll_engine(self) -> None:
-        if self._engine_worker is None or self._engine_worker.is_finished:
-            self._engine_worker = self._poll_engine()
+    @work(thread=True, group="poll-loop", exit_on_error=False, description="Sampling the GPUs and /metrics")
+    def _poll_loop(self, interval: float, metrics_interval: float) -> None:
+        worker = get_current_worker()
+        next_engine = 0.0
+        while not worker.is_cancelled:
+            started = time.monotonic()
+            woken = self._wake.is_set()
+            self._wake.clear()
+            engine_due = woken or started >= next_engine
+            if engine_due:
+                next_engine = started + metrics_interval - 0.05
+            self._tick(engine_due)
+            self._wake.wait(max(0.05, interval - (time.monotonic() - started)))
 
-    @work(thread=True, group="poll-rig", exit_on_error=False, description="Sampling the GPUs")
-    def _poll_rig(self) -> None:
+    def _tick(self, engine_due: bool) -> None:
+        """One sample of everything, posted as one message; a failing half never stops the other."""
+        rig = engine = serving = None
+        errors: list[tuple[str, str]] = []
         try:
-            snapshot = self.sampler.snapshot()
+            rig = self.sampler.snapshot()
+            self._last_rig = rig
         except Exception as exc:  # a poll never takes the app down; it marks the view stale
-            self.post_message(PollFailed("rig", f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(RigSampled(snapshot))
+            errors.append(("rig", f"{type(exc).__name__}: {exc}"))
+        if engine_due:
+            try:
+                engine = self.engine_poller.poll(self._last_rig.samples if self._last_rig else ())
+                serving = self._observe(engine)
+            except Exception as exc:  # never fatal: the panel says what went wrong
+                errors.append(("engine", f"{type(exc).__name__}: {exc}"))
+        self.post_message(Polled(rig, engine, serving, errors))
 
-    @work(thread=True, group="poll-engine", exit_on_error=False, description="Reading vLLM's /metrics")
-    def _poll_engine(self) -> None:
-        try:
-            state = self.engine_poller.poll(self._last_rig.samples if self._last_rig else ())
-            serving = observe(self.settings, probe=state.probe)
-        except Exception as exc:  # never fatal: the panel says what went wrong
-            self.post_message(PollFailed("engine", f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(EngineSampled(state, serving))
+    def _observe(self, engine: EngineState) -> ServingStatus:
+        """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY ticks and
+        at once whenever the engine's answer changes (down, up, another server)."""
+        key = (engine.record, engine.error is None, engine.probe.healthy if engine.probe else None)
+        self._observe_tick += 1
+        if self._serving is None or key != self._observe_key or self._observe_tick >= OBSERVE_EVERY:
+            self._serving = observe(self.settings, probe=engine.probe)
+            self._observe_key, self._observe_tick = key, 0
+        return self._serving
 
-    def on_rig_sampled(self, message: RigSampled) -> None:
-        self._last_rig = message.snapshot
+    def on_polled(self, message: Polled) -> None:
+        with self.batch_update():  # one repaint for the whole tick
+            for source, error in message.errors:
+                self._poll_failed(source, error)
+            if message.rig is not None:
+                self._rig_sampled(message.rig)
+            if message.engine is not None and message.serving is not None:
+                self._engine_sampled(message.engine, message.serving)
+
+    def _rig_sampled(self, snapshot: RigSnapshot) -> None:
         if self._rig_failing:
             self._rig_failing = False
             self.dashboard.mark_stale(False)
-        self.dashboard.show(message.snapshot)
-        self._raise(self.alerts.on_rig(message.snapshot))
+        self.dashboard.show(snapshot)
+        self._raise(self.alerts.on_rig(snapshot))
 
-    def on_engine_sampled(self, message: EngineSampled) -> None:
-        self.dashboard.show_engine(message.state, message.serving)
+    def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:
+        self.dashboard.show_engine(state, serving)
         if not self.serving_action_running:
-            self._raise(self.alerts.on_engine(message.serving))
+            self._raise(self.alerts.on_engine(serving))
 
     def _raise(self, alerts: list[Alert]) -> None:
         for alert in alerts:
             self.notify(alert.text, title=alert.title, severity=alert.severity,  # type: ignore[arg-type]
                         timeout=30 if alert.severity == "error" else 10)
 
-    def on_poll_failed(self, message: PollFailed) -> None:
-        if message.source != "rig":
-            self.notify(f"{message.source} poll failed: {message.error}", severity="warning")
+    def _poll_failed(self, source: str, error: str) -> None:
+        if source != "rig":
+            self.notify(f"{source} poll failed: {error}", severity="warning")
             return
         if not self._rig_failing:  # notify once per outage, keep the last values marked stale
             self._rig_failing = True
             self.dashboard.mark_stale(True)
-            self.notify(f"GPU sampling failed: {message.error}", severity="error")
+            self.notify(f"GPU sampling failed: {error}", severity="error")
 
     # -- switch, restart, stop -------------------------------------------------------------
 

@@ -7,20 +7,21 @@ from textual.message import Message
 from rigctl.gpu.model import RigSnapshot
 
 
-class RigSampled(Message):
-    def __init__(self, snapshot: RigSnapshot) -> None:
+class Polled(Message):
+    """One tick of the poll loop: the rig (None if it failed), the engine and what serves (None
+    when the engine was not due or failed), and what failed. Coalesces: a newer tick replaces an
+    older one the app has not handled yet."""
+
+    def __init__(self, rig: RigSnapshot | None, engine: object | None, serving: object | None,
+                 errors: list[tuple[str, str]]) -> None:
         super().__init__()
-        self.snapshot = snapshot
+        self.rig = rig
+        self.engine = engine
+        self.serving = serving
+        self.errors = errors
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, RigSampled)
-
-
-class PollFailed(Message):
-    def __init__(self, source: str, error: str) -> None:
-        super().__init__()
-        self.source = source
-        self.error = error
+        return isinstance(message, Polled) and not message.errors and message.engine is None
 
 
 class SwitchProgress(Message):
@@ -45,15 +46,3 @@ class LogLines(Message):
     def __init__(self, lines: list[str]) -> None:
         super().__init__()
         self.lines = lines
-
-
-class EngineSampled(Message):
-    """The engine poll: EngineState (figures from /metrics) and the verified ServingStatus."""
-
-    def __init__(self, state: object, serving: object) -> None:
-        super().__init__()
-        self.state = state
-        self.serving = serving
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, EngineSampled)

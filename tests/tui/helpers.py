@@ -9,7 +9,7 @@ from rich.console import Console
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerFailed
 
-ENDLESS = {"follow-log"}  # workers that run while their widget is shown, by design
+ENDLESS = {"follow-log", "poll-loop"}  # workers that run while their widget is shown, by design
 
 
 async def settle(app: Any, pilot: Pilot[Any]) -> None:

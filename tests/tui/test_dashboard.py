@@ -15,7 +15,6 @@ from rigctl.gpu.sim_claims import write_claim
 from rigctl.gpu.simulated import SimulatedBackend
 from rigctl.tui.app import make_app
 from rigctl.tui.widgets.gpu_card import GpuCard
-from rigctl.tui.widgets.meter import Meter
 from rigctl.tui.widgets.topology_panel import TopologyPanel
 from tests.support.fake_nvml import FakeNvmlLib, installed
 from tests.tui.helpers import poll
@@ -36,13 +35,13 @@ def test_both_cards_visible_and_values_follow_the_rig(size: tuple[int, int], tmp
             for card in cards:
                 region = card.region
                 assert region.width >= 30 and region.bottom <= size[1] - 1  # fully on screen above the footer
-            before = cards[1].query_one("#vram", Meter).text
+            before = cards[1].texts["vram"]
             write_claim(tmp_path, os.getpid(), [{"gpu": 1, "memory_bytes": 20_000 * MIB,
                                                   "title": "VLLM::Worker_TP1", "load": 1.0}])
             await poll(app, pilot)
-            after = cards[1].query_one("#vram", Meter).text
+            after = cards[1].texts["vram"]
             assert before.startswith("0.3/24.0") and after.startswith("19.9/24.0"), (before, after)
-            assert cards[1].query_one("#power", Meter).fraction > 0.5
+            assert cards[1].fractions["power"] > 0.5
             assert "NV4" in str(app.screen.query_one(TopologyPanel).content)
             await pilot.press("q")
         assert app.return_code == 0
@@ -63,9 +62,10 @@ def test_lost_gpu_card_while_the_other_updates() -> None:
                 await poll(app, pilot)
                 card0, card1 = app.screen.query(GpuCard)
                 assert card1.has_class("-lost")
-                assert card1.query_one("#vram", Meter).text == "LOST"
-                assert card0.query_one("#power", Meter).text == "300 W/350 W"
+                assert card1.texts["vram"] == "LOST"
+                assert card0.texts["power"] == "300 W/350 W"
                 assert "GPU1 is lost" in str(app.screen.query_one(TopologyPanel).content)
+                assert [n.title for n in app._notifications if "lost" in n.title] == ["GPU1 lost"]
 
     asyncio.run(scenario())
 

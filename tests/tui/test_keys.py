@@ -58,7 +58,7 @@ async def check_confirm(app: RigApp, pilot: Pilot[Any], question: str) -> None:
 
 
 async def check_refresh(app: RigApp, pilot: Pilot[Any]) -> None:
-    assert app._rig_worker is not None and app._engine_worker is not None
+    assert app._tick_worker is not None and app._tick_worker.group == "poll"
 
 
 async def check_theme(app: RigApp, pilot: Pilot[Any]) -> None:
@@ -129,9 +129,9 @@ def rows_to_press(app: RigApp) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_every_help_binding_works(tui_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
-    assert transaction.switch(tui_ctx, "good").status == "switched"
-    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+def test_every_help_binding_works(serve_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
     pressed: list[str] = []
 
     async def scenario() -> None:
@@ -155,8 +155,8 @@ def test_every_help_binding_works(tui_ctx, size: tuple[int, int]) -> None:  # no
     assert {"app.help", "app.restart", "app.stop", "app.show_history", "screen.switch"} <= set(pressed)
 
 
-def test_help_screen_shows_keys_and_explains_na(tui_ctx) -> None:  # noqa: ANN001
-    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+def test_help_screen_shows_keys_and_explains_na(serve_ctx) -> None:  # noqa: ANN001
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -173,8 +173,8 @@ def test_help_screen_shows_keys_and_explains_na(tui_ctx) -> None:  # noqa: ANN00
     asyncio.run(scenario())
 
 
-def test_navigation_closes_dialogs_and_keeps_the_boot_panel(tui_ctx) -> None:  # noqa: ANN001
-    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None:  # noqa: ANN001
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:

@@ -36,8 +36,8 @@ async def wait_switch(app, pilot) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_switch_from_the_profiles_screen(tui_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
-    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
         async with app.run_test(size=size) as pilot:
@@ -59,8 +59,8 @@ def test_switch_from_the_profiles_screen(tui_ctx, size: tuple[int, int]) -> None
     asyncio.run(scenario())
 
 
-def test_declined_confirmation_touches_nothing(tui_ctx) -> None:  # noqa: ANN001
-    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+def test_declined_confirmation_touches_nothing(serve_ctx) -> None:  # noqa: ANN001
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -71,10 +71,10 @@ def test_declined_confirmation_touches_nothing(tui_ctx) -> None:  # noqa: ANN001
     assert read_record() is None
 
 
-def test_rollback_is_explained_in_the_boot_panel(tui_ctx, profiles: Path, port: int) -> None:  # noqa: ANN001
+def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port: int) -> None:  # noqa: ANN001
     add_profile(profiles, "long", "max_model_len = 1048576\n", port)
-    assert transaction.switch(tui_ctx, "good").status == "switched"
-    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -94,10 +94,10 @@ def test_rollback_is_explained_in_the_boot_panel(tui_ctx, profiles: Path, port: 
     assert read_record().profile == "good"
 
 
-def test_log_screen_follows_and_stays_bounded_under_a_flood(tui_ctx) -> None:  # noqa: ANN001
-    assert transaction.switch(tui_ctx, "good").status == "switched"
+def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx) -> None:  # noqa: ANN001
+    assert transaction.switch(serve_ctx, "good").status == "switched"
     log_path = Path(read_record().log_path)
-    app = make_app(tui_ctx.sampler, tui_ctx, poll_interval=None)
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:

@@ -16,7 +16,7 @@ from rigctl.serve.status import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar
-from rigctl.tui.widgets.log_tail import LogTail
+from rigctl.tui.widgets.log_tail import DASHBOARD_READ_EVERY, LogTail
 from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel
 
@@ -32,6 +32,7 @@ class DashboardScreen(Screen[None]):
         self.info = info
         self.settings = settings
         self.last_snapshot: RigSnapshot | None = None
+        self._cards: list[GpuCard] = []
 
     def compose(self) -> ComposeResult:
         yield HostBar("", id="host-bar")
@@ -42,7 +43,8 @@ class DashboardScreen(Screen[None]):
                     yield GpuCard(gpu)
             yield EnginePanel()
             yield TopologyPanel()
-        yield LogTail(self.settings, id="dashboard-log", max_lines=TAIL_LINES)
+        yield LogTail(self.settings, id="dashboard-log", max_lines=TAIL_LINES, read_every=DASHBOARD_READ_EVERY,
+                      hide_own_polls=True)
         yield Footer()
 
     @property
@@ -77,7 +79,9 @@ class DashboardScreen(Screen[None]):
     def show(self, snapshot: RigSnapshot) -> None:
         self.last_snapshot = snapshot
         self.query_one(HostBar).show(snapshot)
-        for card in self.query(GpuCard):
+        if not self._cards:
+            self._cards = list(self.query(GpuCard))  # fixed for the app's life: query once
+        for card in self._cards:
             sample = snapshot.sample_for(card.gpu.index)
             if sample is not None:
                 card.show(sample)

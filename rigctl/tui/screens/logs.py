@@ -8,7 +8,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from rigctl.config import Settings
-from rigctl.tui.widgets.log_tail import LogTail
+from rigctl.tui.widgets.log_tail import SCREEN_READ_EVERY, LogTail
 from rigctl.tui.widgets.server_log import MAX_LINES
 
 
@@ -21,7 +21,7 @@ class LogScreen(Screen[None]):
         self.settings = settings
 
     def compose(self) -> ComposeResult:
-        yield LogTail(self.settings, id="log-screen-tail", max_lines=MAX_LINES)
+        yield LogTail(self.settings, id="log-screen-tail", max_lines=MAX_LINES, read_every=SCREEN_READ_EVERY)
         yield Footer()
 
     def on_screen_resume(self) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import time
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Static
+from rich.text import Text
 
 from rigctl import fmt
 from rigctl.engine.poller import EngineState
@@ -14,8 +12,8 @@ from rigctl.engine.report import ms
 from rigctl.history import RingBuffer
 from rigctl.serve.status import ServingStatus
 from rigctl.tui.format import level
-from rigctl.tui.widgets.meter import Meter
-from rigctl.tui.widgets.spark import Spark
+from rigctl.tui.widgets.glyphs import meter_line, spark
+from rigctl.tui.widgets.lines_widget import LinesWidget
 
 
 def _q(state: EngineState, key: str) -> str:
@@ -58,35 +56,48 @@ def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str,
             "latency": latency, "extra": "   ".join(extra)}
 
 
-class EnginePanel(Vertical):
+class EnginePanel(LinesWidget):
+    """One widget, its lines rendered together (see LinesWidget); its height follows the lines."""
+
+    DEFAULT_CSS = "EnginePanel { height: auto; }"
+
     def __init__(self) -> None:
         super().__init__(id="engine-panel")
         self.border_title = "Engine"
         self._hits = RingBuffer(120)
-        self.lines: dict[str, str] = {}
-
-    def compose(self) -> ComposeResult:
-        yield Static("waiting for the first scrape...", id="engine-title", classes="card-line")
-        yield Meter("KV", id="engine-kv")
-        with Horizontal(classes="sparks"):
-            yield Static("", id="engine-cache", classes="card-line")
-            yield Spark("hit", 1.0, id="engine-hit-spark")
-        yield Static("", id="engine-load", classes="card-line")
-        yield Static("", id="engine-latency", classes="card-line")
-        yield Static("", id="engine-extra", classes="card-line")
+        self.lines: dict[str, str] = {"title": "waiting for the first scrape..."}
+        self._usage: float | None = None
 
     def show(self, state: EngineState, serving: ServingStatus | None) -> None:
         self.lines = engine_lines(state, serving)
         self.set_class(state.stale, "-stale")
         self.set_class(state.error is not None and state.snapshot is None, "-down")
-        for key in ("title", "cache", "load", "latency", "extra"):
-            widget = self.query_one(f"#engine-{key}", Static)
-            if str(widget.content) != self.lines[key]:
-                widget.update(self.lines[key])
-        meter = self.query_one("#engine-kv", Meter)
-        usage = state.snapshot.kv_usage if state.snapshot else None
-        meter.fraction, meter.text = usage, self.lines["kv"]
-        meter.set_classes(level(usage, warn=0.9, hot=0.98))
+        self._usage = state.snapshot.kv_usage if state.snapshot else None
         if state.figures and state.figures.hit_rate is not None and not state.error:
             self._hits.push(state.figures.hit_rate)
-            self.query_one("#engine-hit-spark", Spark).data = self._hits.snapshot()
+        self.update_lines()
+
+    def build_lines(self, width: int) -> list[Text]:
+        colours = self.app.theme_variables
+        rows: list[Text] = []
+        for key in ENGINE_LINES:
+            text = self.lines.get(key)
+            if not text:
+                continue
+            if key == "kv":
+                css = level(self._usage, warn=0.9, hot=0.98)
+                style = {"-warm": colours.get("warning", ""), "-hot": colours.get("error", "")}.get(css, "")
+                rows.append(meter_line("KV", self._usage, text, width, style))
+            elif key == "cache":
+                cache = Text(text + "  ")
+                room = width - cache.cell_len - 4
+                if room >= 8:
+                    cache.append("hit ", style="dim")
+                    cache.append(spark(self._hits.snapshot(), min(room, 40), 1.0), style=colours.get("accent", ""))
+                rows.append(cache)
+            else:  # long lines wrap into rows of their own rather than being cut
+                rows.extend(Text(text).wrap(self.app.console, max(1, width)) if width else [Text(text)])
+        return rows
+
+
+ENGINE_LINES = ("title", "kv", "cache", "load", "latency", "extra")

@@ -1,23 +1,32 @@
-"""One card per GPU: VRAM and power bars, utilisation, temperature, clocks, PCIe, history."""
+"""One card per GPU: VRAM and power bars, utilisation, temperature, clocks, PCIe, history.
+
+One widget that renders its five lines itself: a card of six child widgets cost six style
+and render passes a second, which was most of the TUI's CPU beside vLLM.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Static
+from rich.text import Text
 
 from rigctl import fmt
 from rigctl.gpu.model import Gpu, GpuSample
 from rigctl.history import RingBuffer
 from rigctl.tui.format import level, power_fraction, short_name, temperature_level, vram_fraction
-from rigctl.tui.widgets.meter import Meter
-from rigctl.tui.widgets.spark import Spark
+from rigctl.tui.widgets.glyphs import meter_line, spark_pair
+from rigctl.tui.widgets.lines_widget import LinesWidget
 
 HISTORY = 120
 
 
-class GpuCard(Vertical):
-    """Renders the GPU it is given; never reads a backend itself."""
+def fit(line: str, width: int) -> str:
+    """Two spaces between figures where they fit, one where the card is narrow: never cut."""
+    return line if len(line) <= width else line.replace("  ", " ")
+
+
+class GpuCard(LinesWidget):
+    """Renders the sample it is given; never reads a backend itself."""
+
+    DEFAULT_CSS = "GpuCard { height: 7; }"
 
     def __init__(self, gpu: Gpu) -> None:
         super().__init__(id=f"gpu-card-{gpu.index}", classes="gpu-card")
@@ -25,48 +34,51 @@ class GpuCard(Vertical):
         self.border_title = f"GPU{gpu.index} {short_name(gpu.name)}"
         self._power = RingBuffer(HISTORY)
         self._util = RingBuffer(HISTORY)
-        self.last_sample: GpuSample | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Meter("VRAM", id="vram")
-        yield Meter("PWR ", id="power")
-        yield Static("", id="stats", classes="card-line")
-        yield Static("", id="clocks", classes="card-line")
-        with Horizontal(classes="sparks"):
-            yield Spark("W", self.gpu.power_limit_w or 0.0, id="spark-power")
-            yield Spark("%", 100.0, id="spark-util")
-
-    def _set_line(self, selector: str, text: str) -> None:
-        line = self.query_one(selector, Static)
-        if str(line.content) != text:  # skip repaints when nothing changed
-            line.update(text)
+        self.texts: dict[str, str] = {}  # what each line says, for tests and the help's n/a notes
+        self.fractions: dict[str, float | None] = {}
+        self.sample: GpuSample | None = None
 
     def show(self, sample: GpuSample) -> None:
-        self.last_sample = sample
-        gpu = self.gpu
         self.set_class(sample.lost, "-lost")
-        vram, power = self.query_one("#vram", Meter), self.query_one("#power", Meter)
+        if not sample.lost:
+            self._power.push(sample.power_w)
+            self._util.push(sample.util_gpu)
+        self._describe(sample)
+        self.sample = sample
+        self.update_lines()
+
+    def _describe(self, sample: GpuSample) -> None:
+        gpu = self.gpu
         if sample.lost:
-            vram.fraction = power.fraction = None
-            vram.text = power.text = "LOST"
-            self._set_line("#stats", "GPU is lost: reset or reboot")
-            self._set_line("#clocks", "")
+            self.texts = {"vram": "LOST", "power": "LOST", "stats": "GPU is lost: reset or reboot", "clocks": ""}
+            self.fractions = {"vram": None, "power": None}
             return
-        vf = vram_fraction(gpu, sample)
         used = None if sample.memory_used is None else sample.memory_used + (sample.memory_reserved or 0)
-        vram.fraction, vram.text = vf, fmt.gib_pair(used, gpu.memory_total)
-        vram.set_classes(level(vf, warn=0.9, hot=0.97))
-        pf = power_fraction(gpu, sample)
-        power.fraction, power.text = pf, f"{fmt.watts(sample.power_w)}/{fmt.watts(gpu.power_limit_w)}"
-        power.set_classes(level(pf, warn=0.9, hot=0.98))
-        temp_class = temperature_level(sample.temperature_c)
-        stats = self.query_one("#stats", Static)
-        stats.set_classes(f"card-line {temp_class}")
-        self._set_line("#stats", f"util {fmt.pct(sample.util_gpu)}  {fmt.celsius(sample.temperature_c)}"
-                                 f"  fan {fmt.pct(sample.fan_pct)}  P{sample.pstate if sample.pstate is not None else '?'}")
         link = f"{fmt.pcie(sample.pcie_gen, sample.pcie_width)}/{fmt.pcie(gpu.pcie_gen_max, gpu.pcie_width_max)}"
-        self._set_line("#clocks", f"SM {fmt.mhz(sample.sm_clock)}  PCIe {link.replace('Gen', 'G').replace(' x', 'x')}")
-        self._power.push(sample.power_w)
-        self._util.push(sample.util_gpu)
-        self.query_one("#spark-power", Spark).data = self._power.snapshot()
-        self.query_one("#spark-util", Spark).data = self._util.snapshot()
+        self.texts = {
+            "vram": fmt.gib_pair(used, gpu.memory_total),
+            "power": f"{fmt.watts(sample.power_w)}/{fmt.watts(gpu.power_limit_w)}",
+            "stats": (f"util {fmt.pct(sample.util_gpu)}  {fmt.celsius(sample.temperature_c)}  fan "
+                      f"{fmt.pct(sample.fan_pct)}  P{sample.pstate if sample.pstate is not None else '?'}"),
+            "clocks": f"SM {fmt.mhz(sample.sm_clock)}  PCIe {link.replace('Gen', 'G').replace(' x', 'x')}",
+        }
+        self.fractions = {"vram": vram_fraction(gpu, sample), "power": power_fraction(gpu, sample)}
+
+    def _style(self, css_level: str) -> str:
+        colours = self.app.theme_variables
+        return {"-warm": colours.get("warning", "yellow"), "-hot": colours.get("error", "red"),
+                "-na": "dim"}.get(css_level, "")
+
+    def build_lines(self, width: int) -> list[Text]:
+        sample = self.sample
+        if sample is None:
+            return [Text("waiting for the first sample...", style="dim")]
+        vf, pf = self.fractions.get("vram"), self.fractions.get("power")
+        return [
+            meter_line("VRAM", vf, self.texts["vram"], width, self._style(level(vf, warn=0.9, hot=0.97))),
+            meter_line("PWR ", pf, self.texts["power"], width, self._style(level(pf, warn=0.9, hot=0.98))),
+            Text(fit(self.texts["stats"], width), style=self._style(temperature_level(sample.temperature_c))),
+            Text(fit(self.texts["clocks"], width)),
+            spark_pair(self._power.snapshot(), self.gpu.power_limit_w or 0.0, self._util.snapshot(), width,
+                       self.app.theme_variables.get("accent", "")),
+        ]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from textual.widgets import Static
-
 from rigctl import fmt
 from rigctl.gpu.model import RigSnapshot
+from rigctl.tui.widgets.text_line import TextLine
 
 
 def host_text(snapshot: RigSnapshot) -> str:
@@ -19,11 +18,10 @@ def host_text(snapshot: RigSnapshot) -> str:
             f"  swap {swap}")
 
 
-class HostBar(Static):
+class HostBar(TextLine):
     def show(self, snapshot: RigSnapshot) -> None:
         text = host_text(snapshot)
         host = snapshot.host
         swapping = bool(host and host.swap_used and host.swap_total and host.swap_used > 256 * 1024 * 1024)
         self.set_class(swapping, "-warm")
-        if str(self.content) != text:
-            self.update(text)
+        self.set_text(text)

@@ -7,7 +7,7 @@ file keeps the rest.
 
 from __future__ import annotations
 
-import time
+import re
 
 from textual import work
 from textual.app import ComposeResult
@@ -22,14 +22,24 @@ from rigctl.tui.messages import LogLines
 from rigctl.tui.widgets.server_log import ServerLog
 
 BATCH = 2000
-READ_EVERY = 0.25  # seconds between reads: a tail, not a stream; cheap beside vLLM
+# uvicorn's access lines for what rigctl itself asks every second: noise in a tail that is
+# there to show what vLLM says. The log screen and the file keep them.
+OWN_POLLS = re.compile(r'"GET /(?:metrics|health|v1/models|version) HTTP/1\.[01]" 200')
+# Seconds between reads. Each read that finds lines scrolls and repaints the visible tail,
+# so this sets the tail's CPU cost beside vLLM (benchmarks/bench_tui.py): a panel on the
+# dashboard reads once a second, like everything else there; the log screen twice.
+DASHBOARD_READ_EVERY = 1.0
+SCREEN_READ_EVERY = 0.5
 
 
 class LogTail(Vertical):
-    def __init__(self, settings: Settings, *, id: str, max_lines: int) -> None:
+    def __init__(self, settings: Settings, *, id: str, max_lines: int, read_every: float,
+                 hide_own_polls: bool = False) -> None:
         super().__init__(id=id, classes="log-tail")
         self.settings = settings
         self.max_lines = max_lines
+        self.read_every = read_every
+        self.hide_own_polls = hide_own_polls
         self.following = False
 
     def compose(self) -> ComposeResult:
@@ -64,9 +74,11 @@ class LogTail(Vertical):
                          "server log: no server started by rigctl yet")
                 self.app.call_from_thread(self._retitle, title)
             lines = follower.read_new() if follower else []
+            if lines and self.hide_own_polls:
+                lines = [line for line in lines if not OWN_POLLS.search(line)]
             if lines:
                 self.post_message(LogLines(lines[-BATCH:]))
-            time.sleep(READ_EVERY)
+            worker.cancelled_event.wait(self.read_every)
         if follower:
             follower.close()
 

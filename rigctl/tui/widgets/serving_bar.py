@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from textual.widgets import Static
-
 from rigctl.serve.status import ServingStatus
+from rigctl.tui.widgets.text_line import TextLine
 
 
-class ServingBar(Static):
+class ServingBar(TextLine):
     def show(self, status: ServingStatus) -> None:
         self.set_class(status.active_profile is not None, "-serving")
         self.set_class(status.active_profile is None and bool(status.record), "-warn")
         text = status.summary
-        if str(self.content) != text:
-            self.update(text)
+        self.set_text(text)

@@ -1,0 +1,277 @@
+"""What the TUI costs beside vLLM, measured on the real app in a real pseudo-terminal.
+
+Setup: a simulated 2x3090 rig serving qwen36-27b-awq-tp2 (the simulator as a separate
+process), a synthetic load in another process so the engine figures and the log move, and
+`rigctl` itself started in a pty as an owner would start it. Nothing is imported into this
+process that the app uses; every figure is read from outside through psutil.
+
+  cpu     user+system CPU seconds of the rigctl process per wall second over --seconds
+          (default 60) at the default 1 s refresh, 160x48 (GPU cards, engine panel and the
+          log tail all live); baseline: a bare Textual app with a footer, same pty, same time
+  start   wall seconds from exec to the first frame (the footer's keys on the terminal),
+          median of 5; baseline: the bare Textual app
+  status  wall seconds of `rigctl status --json`, median of 10; baseline: `python -c pass`
+  flood   10,000 log lines a second for 10 s appended to the server log while the log
+          screen shows it: peak RSS, and key latency (d/l round trips, from the key to
+          the new screen's text on the terminal)
+
+Run:  python benchmarks/bench_tui.py [--seconds 60] [--only cpu,start,status,flood]
+Prints figures and method; asserts nothing (timings belong here, not in tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pty
+import select
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+import psutil
+
+PYTHON = sys.executable
+RIG = "2x3090-nvlink"
+PROFILE = "qwen36-27b-awq-tp2"
+BARE_APP = ("from textual.app import App\nfrom textual.widgets import Footer, Static\n"
+            "class Bare(App):\n    BINDINGS=[('q','quit','Quit')]\n"
+            "    def compose(self):\n        yield Static('bare')\n        yield Footer()\nBare().run()\n")
+
+
+class Terminal:
+    """A child process on a pty of a given size, its output drained and searchable."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], size: tuple[int, int]) -> None:
+        self.started = time.monotonic()
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: becomes the app
+            os.execvpe(argv[0], argv, env)
+        self.pid, self.fd = pid, fd
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        self.process = psutil.Process(pid)
+        self.seen = b""
+
+    def drain(self, timeout: float = 0.05) -> bytes:
+        chunk = b""
+        while select.select([self.fd], [], [], timeout)[0]:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunk += data
+            timeout = 0
+        self.seen = (self.seen + chunk)[-200_000:]
+        return chunk
+
+    def wait_for(self, text: bytes, limit: float = 30.0) -> float:
+        """Seconds until `text` appears in new output (inf if it never does)."""
+        start, buffer = time.monotonic(), b""
+        while time.monotonic() - start < limit:
+            buffer = (buffer + self.drain(0.01))[-100_000:]
+            if text in buffer:
+                return time.monotonic() - start
+        return float("inf")
+
+    def pump(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.drain(0.1)
+
+    def send(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def close(self) -> None:
+        try:
+            self.send("q")
+            for _ in range(50):
+                self.drain(0.05)
+                if not self.process.is_running() or self.process.status() == psutil.STATUS_ZOMBIE:
+                    break
+        finally:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            os.close(self.fd)
+
+
+class Rig:
+    """Isolated state and config dirs, the simulator serving the profile, a load generator."""
+
+    def __init__(self, load: bool) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="rigctl-bench-"))
+        port = free_port()
+        self.env = {**os.environ, "RIGCTL_STATE_DIR": str(self.home / "state"),
+                    "RIGCTL_CONFIG_DIR": str(self.home / "config"), "RIGCTL_SIM": RIG,
+                    "RIGCTL_SIM_TIME_SCALE": "0.02", "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
+        user = self.home / "config" / "profiles"
+        user.mkdir(parents=True)
+        (user / "qwen36-27b-base.toml").write_text(f'extends = "qwen36-27b-base"\n[vllm]\nport = {port}\n')
+        subprocess.run([PYTHON, "-m", "rigctl", "switch", PROFILE], env=self.env, check=True,
+                       capture_output=True, timeout=120)
+        self.load = None
+        if load:
+            code = ("import time\nfrom rigctl.serve.record import read_record\nfrom rigctl.sim.loadgen import "
+                    "LoadGenerator\nr = read_record()\ng = LoadGenerator(lambda: (r.base_url, r.served_names[0]))\n"
+                    "g.start()\ntime.sleep(3600)\n")
+            self.load = subprocess.Popen([PYTHON, "-c", code], env=self.env, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+
+    def log_path(self) -> Path:
+        import json
+
+        return Path(json.loads((self.home / "state" / "server.json").read_text())["log_path"])
+
+    def close(self) -> None:
+        if self.load:
+            self.load.kill()
+            self.load.wait()
+        subprocess.run([PYTHON, "-m", "rigctl", "stop"], env=self.env, capture_output=True, timeout=120)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def measure_cpu(argv: list[str], env: dict[str, str], seconds: float, warmup: float = 8.0) -> tuple[float, float]:
+    """(CPU s per wall s, peak RSS MiB) of the process in a 160x48 pty, after a warm-up."""
+    term = Terminal(argv, env, (160, 48))
+    try:
+        term.wait_for(b"Quit")
+        term.pump(warmup)
+        before, start, peak = cpu_seconds(term.process), time.monotonic(), 0
+        while time.monotonic() - start < seconds:
+            term.drain(0.25)
+            peak = max(peak, term.process.memory_info().rss)
+        used = cpu_seconds(term.process) - before
+        return used / (time.monotonic() - start), peak / 2**20
+    finally:
+        term.close()
+
+
+def bench_cpu(seconds: float) -> None:
+    rig = Rig(load=True)
+    try:
+        rigctl_cpu, rss = measure_cpu([PYTHON, "-m", "rigctl"], rig.env, seconds)
+    finally:
+        rig.close()
+    bare_cpu, _ = measure_cpu([PYTHON, "-c", BARE_APP], dict(os.environ, TERM="xterm-256color"), min(seconds, 20))
+    print(f"cpu     rigctl TUI, {RIG} serving {PROFILE} under load, 160x48, 1 s refresh, {seconds:.0f} s: "
+          f"{rigctl_cpu * 100:.2f}% of one core ({rigctl_cpu:.4f} CPU s/s), RSS {rss:.0f} MiB")
+    print(f"        baseline bare Textual app + footer: {bare_cpu * 100:.2f}% of one core; "
+          f"ratio {rigctl_cpu / bare_cpu if bare_cpu else float('inf'):.1f}x")
+
+
+def bench_start(runs: int = 5) -> None:
+    rig = Rig(load=False)
+    try:
+        def first_frame(argv: list[str], env: dict[str, str]) -> float:
+            term = Terminal(argv, env, (120, 40))
+            try:
+                if term.wait_for(b"Quit") == float("inf"):
+                    return float("inf")
+                return time.monotonic() - term.started
+            finally:
+                term.close()
+
+        ours = statistics.median(first_frame([PYTHON, "-m", "rigctl"], rig.env) for _ in range(runs))
+    finally:
+        rig.close()
+    bare = statistics.median(first_frame([PYTHON, "-c", BARE_APP], dict(os.environ, TERM="xterm-256color"))
+                             for _ in range(runs))
+    print(f"start   rigctl to first frame (footer on the terminal), median of {runs}: {ours:.2f} s; "
+          f"bare Textual app: {bare:.2f} s; ratio {ours / bare:.2f}x")
+
+
+def bench_status(runs: int = 10) -> None:
+    def wall(argv: list[str]) -> float:
+        start = time.monotonic()
+        subprocess.run(argv, check=True, capture_output=True, timeout=60)
+        return time.monotonic() - start
+
+    ours = statistics.median(wall([PYTHON, "-m", "rigctl", "status", "--json", "--sim", RIG]) for _ in range(runs))
+    bare = statistics.median(wall([PYTHON, "-c", "pass"]) for _ in range(runs))
+    print(f"status  `rigctl status --json --sim {RIG}`, median of {runs}: {ours * 1000:.0f} ms; "
+          f"`python -c pass`: {bare * 1000:.0f} ms; ratio {ours / bare:.1f}x")
+
+
+def bench_flood(rate: int = 10_000, seconds: float = 10.0) -> None:
+    rig = Rig(load=False)
+    term = Terminal([PYTHON, "-m", "rigctl"], rig.env, (120, 30))
+    try:
+        term.wait_for(b"Quit")
+        term.pump(2)
+        term.send("l")
+        term.wait_for(b"server log:")
+        rss_before = term.process.memory_info().rss
+        log = rig.log_path()
+        latencies: list[float] = []
+        peak, written, start = rss_before, 0, time.monotonic()
+        next_key, on_logs = start + 0.5, True
+        with open(log, "a") as handle:
+            while (now := time.monotonic()) - start < seconds:
+                due = int((now - start) * rate)
+                if due > written:
+                    handle.write("".join(f"(APIServer pid=1) INFO 11-30 12:00:00 [flood.py:1] line {i} "
+                                         "of a flood to test the tail\n" for i in range(written, due)))
+                    handle.flush()
+                    written = due
+                term.drain(0.005)
+                peak = max(peak, term.process.memory_info().rss)
+                if now >= next_key:
+                    term.send("d" if on_logs else "l")
+                    latencies.append(term.wait_for(b"Interconnect" if on_logs else b"server log:", limit=5))
+                    on_logs, next_key = not on_logs, time.monotonic() + 0.5
+        alive = term.process.is_running()
+    finally:
+        term.close()
+        rig.close()
+    answered = [x for x in latencies if x != float("inf")]
+    print(f"flood   {written:,} lines in {seconds:.0f} s ({rate:,}/s) into the followed log, 120x30: "
+          f"RSS {rss_before / 2**20:.0f} MiB before, peak {peak / 2**20:.0f} MiB; "
+          f"{len(answered)}/{len(latencies)} screen switches answered, key-to-frame median "
+          f"{statistics.median(answered) * 1000 if answered else float('nan'):.0f} ms, max "
+          f"{max(answered) * 1000 if answered else float('nan'):.0f} ms; app alive: {alive}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=60.0, help="CPU measurement window")
+    parser.add_argument("--only", default="cpu,start,status,flood")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
+    if "status" in only:
+        bench_status()
+    if "start" in only:
+        bench_start()
+    if "cpu" in only:
+        bench_cpu(args.seconds)
+    if "flood" in only:
+        bench_flood()
+
+
+if __name__ == "__main__":
+    main()

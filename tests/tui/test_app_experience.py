@@ -1,0 +1,172 @@
+"""The app as an owner meets it: layouts at the three sizes, notifications for what happened
+while away, the theme remembered across starts, NO_COLOR."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from rigctl.config import config_path, load_settings
+from rigctl.gpu.rigspec import load_rig
+from rigctl.gpu.sampler import RigSampler
+from rigctl.serve import switch as transaction
+from rigctl.serve.record import read_record
+from rigctl.tui.app import make_app
+from rigctl.tui.widgets.engine_panel import EnginePanel
+from rigctl.tui.widgets.gpu_card import GpuCard
+from rigctl.tui.widgets.log_tail import LogTail
+from rigctl.tui.widgets.topology_panel import TopologyPanel
+from tests.test_alerts import wait_gone
+from tests.tui.helpers import poll, screen_text
+
+SIZES = [(80, 24), (120, 40), (200, 60)]
+
+
+def figures_shown(app) -> list[str]:  # noqa: ANN001
+    """The numbers the widgets were given, each of which must appear whole on the screen."""
+    out = []
+    for card in app.screen.query(GpuCard):
+        out += [card.texts["vram"], card.texts["power"], *card.texts["stats"].split("  ")]
+    lines = app.screen.query_one(EnginePanel).lines
+    out += re.findall(r"[\d,]+\.?\d*%?(?: tok| tok/s| GiB| W|x\))?", lines["kv"])
+    out += [lines["load"], lines["latency"]]
+    return [f for f in out if f.strip()]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dashboard_shows_every_figure_whole_at_each_size(serve_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=size) as pilot:
+            await poll(app, pilot)
+            await poll(app, pilot)  # two scrapes: the interval figures exist
+            text = screen_text(app)
+            lines = text.splitlines()
+            assert len(lines) <= size[1] and all(len(line) <= size[0] for line in lines)
+            for figure in figures_shown(app):
+                assert figure in text, f"{figure!r} is not shown whole at {size}"
+            assert "GPU0-GPU1 NV4" in text and "serving good" in text
+            tail = app.screen.query_one(LogTail)
+            assert tail.display == (size[1] >= 36)  # the log joins the dashboard only where it fits
+            assert tail.following == (size[1] >= 36)
+            if size[1] >= 36:
+                assert "GPU0    X     NV4" in text  # the full matrix
+            if size == (80, 24):
+                topo = str(app.screen.query_one(TopologyPanel).content)
+                assert "custom all-reduce" not in topo  # informational notes give way on a short screen
+            for card in app.screen.query(GpuCard):
+                assert card.region.bottom <= size[1] - 1  # above the footer, not scrolled away
+
+    asyncio.run(scenario())
+
+
+def test_engine_death_notifies(serve_ctx) -> None:  # noqa: ANN001
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await poll(app, pilot)
+            pid = read_record().pid
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(pid)
+            await poll(app, pilot)
+            died = [n for n in app._notifications if n.title == "engine died"]
+            assert len(died) == 1 and f"pid {pid}" in died[0].message and died[0].severity == "error"
+            await poll(app, pilot)
+            assert len([n for n in app._notifications if n.title == "engine died"]) == 1
+
+    asyncio.run(scenario())
+
+
+def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:  # noqa: ANN001
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# my rig\n[tui]\n# the refresh I like\nrig_interval = 1.0\n")
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
+
+    async def pick() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.theme = "nord"  # what picking it in the theme palette (t) does
+            await pilot.pause()
+
+    asyncio.run(pick())
+    text = path.read_text()
+    assert "# my rig" in text and "# the refresh I like" in text and 'theme = "nord"' in text
+    again = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
+
+    async def restart() -> None:
+        async with again.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert again.theme == "nord"
+
+    asyncio.run(restart())
+
+
+def test_unknown_theme_in_config_is_said_not_fatal(serve_ctx) -> None:  # noqa: ANN001
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[tui]\ntheme = "no-such-theme"\n')
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert app.theme == "textual-dark"
+            assert any("no-such-theme" in n.message for n in app._notifications)
+
+    asyncio.run(scenario())
+    assert "no-such-theme" in path.read_text()  # a bad value is reported, never rewritten behind the owner
+
+
+def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from rigctl.gpu.simulated import SimulatedBackend
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(RigSampler(SimulatedBackend(load_rig("1x3090"), claims_dir=tmp_path)), poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await poll(app, pilot)
+            assert app.no_color
+            svg = app.export_screenshot()
+            colours = set(re.findall(r"fill: (#[0-9a-f]{6})", svg)) - {"#c5c8c6"}  # the SVG's own default text
+            greys = {c for c in colours if c[1:3] == c[3:5] == c[5:7]}
+            assert colours == greys, colours - greys  # nothing but greys on screen
+
+    asyncio.run(scenario())
+
+
+def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_ctx) -> None:  # noqa: ANN001
+    from rigctl.tui.widgets.server_log import ServerLog
+
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+
+    async def lines_of(tail_id: str, pilot, want: str) -> list[str]:  # noqa: ANN001
+        for _ in range(60):
+            await pilot.pause(0.05)
+            lines = list(app.screen.query_one(f"#{tail_id}").query_one(ServerLog).lines)
+            if any(want in line for line in lines):
+                return lines
+        return lines
+
+    async def scenario() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await poll(app, pilot)  # rigctl's own GET /metrics, /health, /v1/models reach the log
+            await poll(app, pilot)
+            tail = await lines_of("dashboard-log", pilot, "Application startup complete")
+            assert any("Application startup complete" in line for line in tail)
+            assert not any('"GET /metrics HTTP/1.1" 200' in line for line in tail)
+            await pilot.press("l")
+            full = await lines_of("log-screen-tail", pilot, '"GET /metrics HTTP/1.1" 200')
+            assert any('"GET /metrics HTTP/1.1" 200' in line for line in full)
+
+    asyncio.run(scenario())
