@@ -6,8 +6,9 @@ process), a synthetic load in another process so the engine figures and the log 
 process that the app uses; every figure is read from outside through psutil.
 
   cpu     user+system CPU seconds of the rigctl process per wall second over --seconds
-          (default 60) at the default 1 s refresh, 160x48 (GPU cards, engine panel and the
-          log tail all live); baseline: a bare Textual app with a footer, same pty, same time
+          (default 60) at the default 1 s refresh, at 160x48 (GPU cards, engine panel and the
+          log tail all live) and at 80x24 (no tail); baseline: a bare Textual app with a
+          footer, same pty
   start   wall seconds from exec to the first frame (the footer's keys on the terminal),
           median of 5; baseline: the bare Textual app
   status  wall seconds of `rigctl status --json`, median of 10; baseline: `python -c pass`
@@ -155,9 +156,10 @@ def cpu_seconds(process: psutil.Process) -> float:
     return times.user + times.system
 
 
-def measure_cpu(argv: list[str], env: dict[str, str], seconds: float, warmup: float = 8.0) -> tuple[float, float]:
-    """(CPU s per wall s, peak RSS MiB) of the process in a 160x48 pty, after a warm-up."""
-    term = Terminal(argv, env, (160, 48))
+def measure_cpu(argv: list[str], env: dict[str, str], seconds: float, size: tuple[int, int] = (160, 48),
+                warmup: float = 8.0) -> tuple[float, float]:
+    """(CPU s per wall s, peak RSS MiB) of the process in a pty of `size`, after a warm-up."""
+    term = Terminal(argv, env, size)
     try:
         term.wait_for(b"Quit")
         term.pump(warmup)
@@ -174,14 +176,17 @@ def measure_cpu(argv: list[str], env: dict[str, str], seconds: float, warmup: fl
 def bench_cpu(seconds: float) -> None:
     rig = Rig(load=True)
     try:
-        rigctl_cpu, rss = measure_cpu([PYTHON, "-m", "rigctl"], rig.env, seconds)
+        figures = {size: measure_cpu([PYTHON, "-m", "rigctl"], rig.env, seconds, size)
+                   for size in ((160, 48), (80, 24))}
     finally:
         rig.close()
     bare_cpu, _ = measure_cpu([PYTHON, "-c", BARE_APP], dict(os.environ, TERM="xterm-256color"), min(seconds, 20))
-    print(f"cpu     rigctl TUI, {RIG} serving {PROFILE} under load, 160x48, 1 s refresh, {seconds:.0f} s: "
-          f"{rigctl_cpu * 100:.2f}% of one core ({rigctl_cpu:.4f} CPU s/s), RSS {rss:.0f} MiB")
-    print(f"        baseline bare Textual app + footer: {bare_cpu * 100:.2f}% of one core; "
-          f"ratio {rigctl_cpu / bare_cpu if bare_cpu else float('inf'):.1f}x")
+    for (width, height), (cpu, rss) in figures.items():
+        shown = "GPU cards, engine panel and log tail" if height >= 36 else "GPU cards and engine panel (no tail)"
+        print(f"cpu     rigctl TUI {width}x{height} ({shown}), {RIG} serving {PROFILE} under load, 1 s refresh, "
+              f"{seconds:.0f} s: {cpu * 100:.2f}% of one core ({cpu:.4f} CPU s/s), RSS {rss:.0f} MiB; "
+              f"{cpu / bare_cpu if bare_cpu else float('inf'):.1f}x the bare app")
+    print(f"        baseline bare Textual app + footer: {bare_cpu * 100:.2f}% of one core")
 
 
 def bench_start(runs: int = 5) -> None:

@@ -9,43 +9,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
-import sys
-import tempfile
 from pathlib import Path
 
 RIG = "2x3090-nvlink"
-GOOD = "qwen36-27b-awq-tp2"
-TOO_LONG = "qwen36-27b-awq-tp2-1m"  # asks for a 1M context: the KV cache cannot hold it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def isolate() -> Path:
-    home = Path(tempfile.mkdtemp(prefix="rigctl-shots-"))
-    os.environ.update({"RIGCTL_STATE_DIR": str(home / "state"), "RIGCTL_CONFIG_DIR": str(home / "config"),
-                       "RIGCTL_SIM": RIG, "RIGCTL_SIM_TIME_SCALE": "0.02"})
-    user = home / "config" / "profiles"
-    user.mkdir(parents=True)
-    (user / "qwen36-27b-base.toml").write_text(f'extends = "qwen36-27b-base"\n[vllm]\nport = {free_port()}\n')
-    (user / f"{TOO_LONG}.toml").write_text(f'description = "AWQ TP=2 at a 1M context"\nextends = "{GOOD}"\n'
-                                           "[vllm]\nmax_model_len = 1048576\n")
-    return home
 
 
 async def shoot(out: Path) -> None:
     from rigctl.cli.serving import make_context
+    from rigctl.cli.tui import DEMO_TOO_LONG, prepare_demo_home
     from rigctl.serve import switch as transaction
     from rigctl.serve.record import read_record
     from rigctl.sim.loadgen import LoadGenerator
     from rigctl.tui.app import make_app
 
+    os.environ["RIGCTL_SIM_TIME_SCALE"] = "0.02"
+    _, good = prepare_demo_home(RIG)
     ctx = make_context(argparse.Namespace(sim=RIG))
-    assert transaction.switch(ctx, GOOD).status == "switched"
+    assert transaction.switch(ctx, good).status == "switched"
     record = read_record()
     assert record is not None
     load = LoadGenerator(lambda: (record.base_url, record.served_names[0]), users=4)
@@ -55,7 +35,7 @@ async def shoot(out: Path) -> None:
         async with app.run_test(size=(100, 34)) as pilot:
             await pilot.pause(8)  # sparklines fill, interval figures settle
             app.save_screenshot("dashboard.svg", str(out))
-            app.start_serving_action(TOO_LONG, lambda c: transaction.switch(c, TOO_LONG))
+            app.start_serving_action(DEMO_TOO_LONG, lambda c: transaction.switch(c, DEMO_TOO_LONG))
             for _ in range(600):
                 await pilot.pause(0.1)
                 if app.boot is not None and app.boot.done:
@@ -73,8 +53,6 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    isolate()
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     asyncio.run(shoot(out))
     print(f"wrote {out / 'dashboard.svg'} and {out / 'switch-rollback.svg'}")
 

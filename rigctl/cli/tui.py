@@ -13,6 +13,7 @@ from typing import Any
 from rigctl.cli import common
 
 DEMO_RIG = "2x3090-nvlink"
+DEMO_TOO_LONG = "demo-1m-context-fails"
 DEMO_PROFILE = {
     "2x3090-nvlink": "qwen36-27b-awq-tp2",
     "2x3090-gen3-x8": "qwen36-27b-awq-tp2",
@@ -55,14 +56,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    from rigctl.gpu.backend import selected_sim
-
-    rig = selected_sim(getattr(args, "sim", None)) or DEMO_RIG
-    args.sim = rig
+def prepare_demo_home(rig: str, profile: str | None = None) -> tuple[Path, str]:
+    """A throw-away state and config dir for a demo (set in this process's environment), the
+    shipped profiles moved to a free port, and one profile that cannot fit. Returns the dir
+    and the profile to start with."""
     home = Path(tempfile.mkdtemp(prefix="rigctl-demo-"))
     os.environ["RIGCTL_STATE_DIR"] = str(home / "state")
     os.environ["RIGCTL_CONFIG_DIR"] = str(home / "config")
+    os.environ["RIGCTL_SIM"] = rig
     os.environ.setdefault("RIGCTL_SIM_TIME_SCALE", "0.05")
     port = _free_port()
     user = home / "config" / "profiles"
@@ -72,6 +73,21 @@ def run_demo(args: argparse.Namespace) -> int:
     for base in ("qwen36-27b-base", "qwen25-3b-dp2"):
         (user / f"{base}.toml").write_text(f'# demo: the shipped {base} on a free port\nextends = "{base}"\n\n'
                                            f"[vllm]\nport = {port}\n")
+    made_for_rig = DEMO_PROFILE.get(rig, "qwen36-27b-awq-tp2")
+    # One profile that cannot fit, so a newcomer can see a failed switch explained and rolled back.
+    (user / f"{DEMO_TOO_LONG}.toml").write_text(
+        "# demo: asks for a 1M-token context; the KV cache of 24 GB cards cannot hold one such request\n"
+        'description = "demo: 1M context, does not fit: switch to it to see a rollback"\n'
+        f'extends = "{made_for_rig}"\n\n[vllm]\nmax_model_len = 1048576\n')
+    return home, profile or made_for_rig
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from rigctl.gpu.backend import selected_sim
+
+    rig = selected_sim(getattr(args, "sim", None)) or DEMO_RIG
+    args.sim = rig
+    home, first = prepare_demo_home(rig, args.profile)
     load = None
     if not args.no_load:
         from rigctl.serve.record import read_record
@@ -84,7 +100,7 @@ def run_demo(args: argparse.Namespace) -> int:
         load = LoadGenerator(endpoint)
         load.start()
     try:
-        return run_tui(args, initial=args.profile or DEMO_PROFILE.get(rig, "qwen36-27b-awq-tp2"))
+        return run_tui(args, initial=first)
     finally:
         if load:
             load.stop()

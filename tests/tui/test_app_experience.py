@@ -145,15 +145,13 @@ def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
 
 
 def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_ctx) -> None:  # noqa: ANN001
-    from rigctl.tui.widgets.server_log import ServerLog
-
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def lines_of(tail_id: str, pilot, want: str) -> list[str]:  # noqa: ANN001
         for _ in range(60):
             await pilot.pause(0.05)
-            lines = list(app.screen.query_one(f"#{tail_id}").query_one(ServerLog).lines)
+            lines = list(app.screen.query_one(f"#{tail_id}", LogTail).view.lines)
             if any(want in line for line in lines):
                 return lines
         return lines

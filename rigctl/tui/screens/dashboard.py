@@ -23,7 +23,6 @@ from rigctl.tui.widgets.topology_panel import TopologyPanel
 NARROW = 100  # columns: below, panels stack and the matrix collapses
 SHORT = 30  # rows: below, the interconnect shows its essentials only
 TALL = 36  # rows: from here the log tail joins the dashboard
-TAIL_LINES = 500  # the dashboard keeps a short tail; the log screen keeps more
 
 
 class DashboardScreen(Screen[None]):
@@ -43,8 +42,7 @@ class DashboardScreen(Screen[None]):
                     yield GpuCard(gpu)
             yield EnginePanel()
             yield TopologyPanel()
-        yield LogTail(self.settings, id="dashboard-log", max_lines=TAIL_LINES, read_every=DASHBOARD_READ_EVERY,
-                      hide_own_polls=True)
+        yield LogTail(self.settings, id="dashboard-log", read_every=DASHBOARD_READ_EVERY, hide_own_polls=True)
         yield Footer()
 
     @property

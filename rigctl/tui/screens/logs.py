@@ -21,7 +21,7 @@ class LogScreen(Screen[None]):
         self.settings = settings
 
     def compose(self) -> ComposeResult:
-        yield LogTail(self.settings, id="log-screen-tail", max_lines=MAX_LINES, read_every=SCREEN_READ_EVERY)
+        yield LogTail(self.settings, id="log-screen-tail", scrollback=MAX_LINES, read_every=SCREEN_READ_EVERY)
         yield Footer()
 
     def on_screen_resume(self) -> None:

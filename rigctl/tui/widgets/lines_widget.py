@@ -13,6 +13,8 @@ from textual.widget import Widget
 
 
 class LinesWidget(Widget):
+    SIZED_BY_LINES = True  # False: the height comes from CSS, so more lines need no new layout
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._lines: list[Text] = []
@@ -28,10 +30,11 @@ class LinesWidget(Widget):
         lines = self.build_lines(width)
         old, self._lines = self._lines, lines
         self._built_for = (width, self.app.theme)
-        if len(lines) != len(old):
+        if len(lines) != len(old) and self.SIZED_BY_LINES:
             self.refresh(layout=True)
             return
-        changed = [Region(0, y, max(1, width), 1) for y, (a, b) in enumerate(zip(old, lines)) if a != b]
+        changed = [Region(0, y, max(1, width), 1) for y in range(max(len(old), len(lines)))
+                   if y >= len(old) or y >= len(lines) or old[y] != lines[y]]
         if changed:
             self.refresh(*changed)
 

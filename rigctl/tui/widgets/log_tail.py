@@ -1,6 +1,7 @@
-"""A followed server log: a title and a ServerLog, fed by a reader thread while shown.
+"""A followed server log: a title and a view, fed by a reader thread while shown.
 
-Used full-screen by the log screen and as a panel on a tall dashboard. The reader batches:
+Full-screen with scrollback on the log screen (ServerLog); a tail of what fits on a tall
+dashboard (TailView). The reader batches:
 one message per read, at most BATCH lines, so a flood shows its newest lines and the
 file keeps the rest.
 """
@@ -20,6 +21,7 @@ from rigctl.serve.launchers import launcher_for
 from rigctl.serve.record import read_record
 from rigctl.tui.messages import LogLines
 from rigctl.tui.widgets.server_log import ServerLog
+from rigctl.tui.widgets.tail_view import TailView
 
 BATCH = 2000
 # uvicorn's access lines for what rigctl itself asks every second: noise in a tail that is
@@ -33,18 +35,19 @@ SCREEN_READ_EVERY = 0.5
 
 
 class LogTail(Vertical):
-    def __init__(self, settings: Settings, *, id: str, max_lines: int, read_every: float,
+    def __init__(self, settings: Settings, *, id: str, read_every: float, scrollback: int = 0,
                  hide_own_polls: bool = False) -> None:
+        """`scrollback`: lines kept for scrolling (a full log view); 0: a tail of what fits."""
         super().__init__(id=id, classes="log-tail")
         self.settings = settings
-        self.max_lines = max_lines
+        self.scrollback = scrollback
         self.read_every = read_every
         self.hide_own_polls = hide_own_polls
         self.following = False
 
     def compose(self) -> ComposeResult:
         yield Static("server log", classes="log-title")
-        yield ServerLog(max_lines=self.max_lines)
+        yield ServerLog(max_lines=self.scrollback) if self.scrollback else TailView()
 
     def follow(self, on: bool) -> None:
         """Start or stop the reader thread (screens call this as they show and hide)."""
@@ -55,8 +58,12 @@ class LogTail(Vertical):
             self.following = False
             self.workers.cancel_group(self, "follow-log")
 
+    @property
+    def view(self) -> ServerLog | TailView:
+        return self.query_one(ServerLog) if self.scrollback else self.query_one(TailView)
+
     def clear(self) -> None:
-        self.query_one(ServerLog).clear()
+        self.view.clear()
 
     @work(thread=True, exclusive=True, group="follow-log", exit_on_error=False, description="Following the log")
     def _follow(self) -> None:
@@ -87,4 +94,4 @@ class LogTail(Vertical):
 
     def on_log_lines(self, message: LogLines) -> None:
         message.stop()
-        self.query_one(ServerLog).write_lines(message.lines)
+        self.view.write_lines(message.lines)
