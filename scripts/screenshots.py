@@ -17,6 +17,7 @@ RIG = "2x3090-nvlink"
 async def shoot(out: Path) -> None:
     from rigctl.cli.serving import make_context
     from rigctl.cli.tui import DEMO_TOO_LONG, prepare_demo_home
+    from rigctl.gpu.sampler import RigSampler
     from rigctl.serve import switch as transaction
     from rigctl.serve.record import read_record
     from rigctl.sim.loadgen import LoadGenerator
@@ -25,6 +26,7 @@ async def shoot(out: Path) -> None:
     os.environ["RIGCTL_SIM_TIME_SCALE"] = "0.02"
     _, good = prepare_demo_home(RIG)
     ctx = make_context(argparse.Namespace(sim=RIG))
+    ctx.sampler = RigSampler(ctx.sampler.backend)  # with the host line, as `rigctl` shows it
     assert transaction.switch(ctx, good).status == "switched"
     record = read_record()
     assert record is not None
