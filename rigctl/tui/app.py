@@ -98,6 +98,9 @@ class RigApp(App[None]):
         if self.initial_switch:
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 
+    def on_unmount(self) -> None:
+        self._wake.set()  # the poll loop sees it is cancelled now, not at its next tick
+
     # -- theme -------------------------------------------------------------------------
 
     def _apply_saved_theme(self) -> None:
