@@ -87,6 +87,14 @@ def _dict(labels: Labels) -> dict[str, str]:
     return dict(labels)
 
 
+def _label(labels: Labels, key: str, default: str | None = None) -> str | None:
+    """One label's value; a scan of a few pairs is cheaper than a dict per sample."""
+    for name, value in labels:
+        if name == key:
+            return value
+    return default
+
+
 def _first(expo: Exposition, *names: str) -> list[tuple[Labels, float]]:
     for name in names:
         samples = expo.get(P + name)
@@ -98,7 +106,7 @@ def _first(expo: Exposition, *names: str) -> list[tuple[Labels, float]]:
 def _by_engine(samples: list[tuple[Labels, float]]) -> dict[str, float]:
     out: dict[str, float] = defaultdict(float)
     for labels, value in samples:
-        out[_dict(labels).get("engine", "0")] += value
+        out[_label(labels, "engine", "0")] += value  # type: ignore[index]
     return dict(out)
 
 
@@ -109,7 +117,7 @@ def _total(samples: list[tuple[Labels, float]]) -> float | None:
 def _by_label(samples: list[tuple[Labels, float]], label: str) -> dict[str, float]:
     out: dict[str, float] = defaultdict(float)
     for labels, value in samples:
-        key = _dict(labels).get(label)
+        key = _label(labels, label)
         if key is not None:
             out[key] += value
     return dict(out)
@@ -122,7 +130,7 @@ def _histogram(expo: Exposition, *names: str) -> Histogram | None:
             continue
         sums: dict[float, float] = defaultdict(float)
         for labels, value in buckets:
-            le = _dict(labels).get("le")
+            le = _label(labels, "le")
             if le is not None:
                 sums[float(le)] += value
         return Histogram(buckets=tuple(sorted(sums.items())), sum=_total(expo.get(f"{P}{name}_sum")) or 0.0,
@@ -155,7 +163,7 @@ def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
         engines.append(EngineFigures(engine, running.get(engine), waiting.get(engine), usage.get(engine),
                                      int(pool) if pool is not None else None,
                                      _num(config.get("kv_cache_max_concurrency"))))
-    models = sorted({_dict(labels).get("model_name", "") for samples in expo.samples.values()
+    models = sorted({_label(labels, "model_name", "") or "" for samples in expo.samples.values()
                      for labels, _ in samples[:1]} - {""})
     pools = [e.kv_pool_tokens for e in engines if e.kv_pool_tokens is not None]
     conc = [e.kv_max_concurrency for e in engines if e.kv_max_concurrency is not None]

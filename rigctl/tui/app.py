@@ -72,6 +72,7 @@ class RigApp(App[None]):
         self._observe_key: object = None
         self._observe_tick = 0
         self._serve_worker: Worker[None] | None = None
+        self._quit_asked = 0.0
         self.engine_poller = EnginePoller()
         self.alerts = AlertTracker()
         self._last_rig = None
@@ -311,6 +312,15 @@ class RigApp(App[None]):
         self.poll_now()
 
     # -- navigation ------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """Quit; during a switch only when asked twice: quitting then leaves the switch unfinished."""
+        if self.serving_action_running and time.monotonic() - self._quit_asked > 5:
+            self._quit_asked = time.monotonic()
+            self.notify("a switch is running: quitting now leaves it unfinished (rigctl status will say so). "
+                        "q again to quit anyway", severity="warning", timeout=5)
+            return
+        self.exit()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

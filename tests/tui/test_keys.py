@@ -196,3 +196,18 @@ def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None: 
             assert app.screen.id == "logs" and len(app.screen_stack) == 2
 
     asyncio.run(scenario())
+
+
+def test_quit_during_a_switch_asks_twice(serve_ctx) -> None:  # noqa: ANN001
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.start_serving_action("good", lambda ctx: transaction.switch(ctx, "good"))
+            await pilot.press("q")
+            assert app.is_running and any("q again to quit" in n.message for n in app._notifications)
+            await wait_serving(app, pilot)
+            await pilot.press("q")  # the switch is over: one q quits
+
+    asyncio.run(scenario())
+    assert app.return_code == 0
