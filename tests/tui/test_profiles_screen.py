@@ -34,6 +34,8 @@ def test_profiles_screen_lists_marks_active_and_diffs(size: tuple[int, int], iso
             await settle(app, pilot)
             table = app.screen.query_one(DataTable)
             assert table.row_count == 9
+            assert table.virtual_size.width <= table.size.width  # every column on screen, none behind a scrollbar
+            assert ("kv" in app.screen.columns) == (size[0] >= 100)
             names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
             assert "● qwen36-27b-awq-tp2" in names
             row = names.index("  qwen36-27b-awq-tp2-async")

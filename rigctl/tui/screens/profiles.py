@@ -24,6 +24,8 @@ from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.serve.state import active_profile_name
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
+NARROW_COLUMNS = COLUMNS[:-1]  # below 100 columns the KV dtype (not a first-class knob) is in the detail only
+NARROW = 100
 ACTIVE = "● "
 
 
@@ -74,12 +76,10 @@ class ProfilesScreen(Screen[None]):
         self.rig = rig
         self.entries: dict[str, ProfileEntry] = {}
         self.active: str | None = None
+        self.columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
-        table: DataTable[str] = DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
-        for column in COLUMNS:
-            table.add_column(column, key=column)
-        yield table
+        yield DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="profile-detail-scroll"):
             yield Static("loading profiles...", id="profile-detail")
         yield Footer()
@@ -95,17 +95,29 @@ class ProfilesScreen(Screen[None]):
         entries, active = load_entries(self.rig)
         self.app.call_from_thread(self._show_entries, entries, active)
 
+    def on_resize(self) -> None:
+        if self.entries and self._columns_for_width() != self.columns:
+            self._show_entries(list(self.entries.values()), self.active)
+
+    def _columns_for_width(self) -> tuple[str, ...]:
+        return NARROW_COLUMNS if self.size.width < NARROW else COLUMNS
+
     def _show_entries(self, entries: list[ProfileEntry], active: str | None) -> None:
         self.entries = {e.name: e for e in entries}
         self.active = active
         table = self.query_one(DataTable)
         selected = self.selected_name
-        table.clear()
+        columns = self._columns_for_width()
+        table.clear(columns=columns != self.columns)
+        if columns != self.columns:
+            self.columns = columns
+            for column in columns:
+                table.add_column(column, key=column)
         for entry in entries:
             if entry.profile is None or entry.spec is None:
-                cells = ["INVALID", "", "", "", "", "", ""]
+                cells = ["INVALID"] + [""] * (len(columns) - 2)
             else:
-                cells = [entry.cells[c] for c in COLUMNS[1:]]
+                cells = [entry.cells[c] for c in columns[1:]]
             label = f"{ACTIVE if entry.name == active else '  '}{entry.name}"
             table.add_row(label, *cells, key=entry.name)
         if selected in self.entries:
