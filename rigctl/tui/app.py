@@ -33,6 +33,8 @@ from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
 
 SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen}
+SIXTEEN_COLOURS = ("standard", "windows")  # Rich's names for 8/16-colour terminals
+ANSI_THEME = "ansi-dark"  # drawn with the terminal's own palette
 OBSERVE_EVERY = 5  # ticks between full checks of what serves while nothing changes
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
@@ -73,6 +75,7 @@ class RigApp(App[None]):
         self._observe_tick = 0
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0
+        self._saved_theme = self.settings.theme
         self.engine_poller = EnginePoller()
         self.alerts = AlertTracker()
         self._last_rig = None
@@ -105,7 +108,9 @@ class RigApp(App[None]):
     # -- theme -------------------------------------------------------------------------
 
     def _apply_saved_theme(self) -> None:
-        wanted = self.settings.theme
+        # A headless app (tests, screenshots) has no terminal whose colours could be asked.
+        wanted = initial_theme(self.settings, None if self.is_headless else self.console.color_system)
+        self._saved_theme = wanted
         if wanted in self.available_themes:
             self.theme = wanted
         else:
@@ -116,14 +121,14 @@ class RigApp(App[None]):
 
     def _remember_theme(self, theme: Theme) -> None:
         """A theme picked in the app is saved to config.toml ([tui] theme), comments kept."""
-        if not self._theme_ready or theme.name == self.settings.theme:
+        if not self._theme_ready or theme.name == self._saved_theme:
             return
         try:
             path = save_setting("theme", theme.name)
         except (OSError, RigctlError) as exc:
             self.notify(f"theme not saved: {exc}", severity="warning")
             return
-        self.settings = type(self.settings)(**{**self.settings.__dict__, "theme": theme.name})
+        self._saved_theme = theme.name
         self.notify(f"theme {theme.name} saved to {path}", timeout=3)
 
     # -- polling ---------------------------------------------------------------------
@@ -357,6 +362,14 @@ class RigApp(App[None]):
             self.notify("no switch yet in this session", timeout=3)
         elif self.screen is not self.boot:
             self.push_screen("boot")
+
+
+def initial_theme(settings: Settings, color_system: str | None) -> str:
+    """The configured theme; on an 8/16-colour terminal with none configured, the ANSI theme:
+    truecolor themes squeezed into 16 colours lose their contrast."""
+    if settings.sources.get("theme", "default") == "default" and color_system in SIXTEEN_COLOURS:
+        return ANSI_THEME
+    return settings.theme
 
 
 def make_app(sampler: RigSampler, serve: ServeContext | None = None, poll_interval: float | None = 1.0,

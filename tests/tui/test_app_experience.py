@@ -168,3 +168,15 @@ def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_c
             assert any('"GET /metrics HTTP/1.1" 200' in line for line in full)
 
     asyncio.run(scenario())
+
+
+def test_sixteen_colour_terminal_gets_the_ansi_theme_unless_one_is_configured() -> None:
+    from rigctl.tui.app import initial_theme
+
+    assert initial_theme(load_settings(), "standard") == "ansi-dark"  # what Rich says for TERM=xterm
+    assert initial_theme(load_settings(), "256") == "textual-dark"
+    assert initial_theme(load_settings(), "truecolor") == "textual-dark"
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[tui]\ntheme = "nord"\n')
+    assert initial_theme(load_settings(), "standard") == "nord"  # the owner's choice wins

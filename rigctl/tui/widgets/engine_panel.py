@@ -12,7 +12,7 @@ from rigctl.engine.report import ms
 from rigctl.history import RingBuffer
 from rigctl.serve.status import ServingStatus
 from rigctl.tui.format import level
-from rigctl.tui.widgets.glyphs import meter_line, spark
+from rigctl.tui.widgets.glyphs import level_style, meter_line, spark, theme_style
 from rigctl.tui.widgets.lines_widget import LinesWidget
 
 
@@ -78,22 +78,20 @@ class EnginePanel(LinesWidget):
         self.update_lines()
 
     def build_lines(self, width: int) -> list[Text]:
-        colours = self.app.theme_variables
         rows: list[Text] = []
         for key in ENGINE_LINES:
             text = self.lines.get(key)
             if not text:
                 continue
             if key == "kv":
-                css = level(self._usage, warn=0.9, hot=0.98)
-                style = {"-warm": colours.get("warning", ""), "-hot": colours.get("error", "")}.get(css, "")
+                style = level_style(self.app, level(self._usage, warn=0.9, hot=0.98))
                 rows.append(meter_line("KV", self._usage, text, width, style))
             elif key == "cache":
                 cache = Text(text + "  ")
                 room = width - cache.cell_len - 4
                 if room >= 8:
                     cache.append("hit ", style="dim")
-                    cache.append(spark(self._hits.snapshot(), min(room, 40), 1.0), style=colours.get("accent", ""))
+                    cache.append(spark(self._hits.snapshot(), min(room, 40), 1.0), style=theme_style(self.app, "accent"))
                 rows.append(cache)
             else:  # long lines wrap into rows of their own rather than being cut
                 rows.extend(Text(text).wrap(self.app.console, max(1, width)) if width else [Text(text)])

@@ -7,7 +7,10 @@ against 0..limit.
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
+from textual.app import App
+from textual.color import Color, ColorParseError
 
 from rigctl import fmt
 
@@ -24,7 +27,7 @@ def spark(values: tuple[float, ...], width: int, top: float) -> str:
     return " " * (width - len(chars)) + "".join(chars)
 
 
-def meter_line(label: str, fraction: float | None, text: str, width: int, style: str) -> Text:
+def meter_line(label: str, fraction: float | None, text: str, width: int, style: Style | str) -> Text:
     bar_width = max(3, width - len(label) - len(text) - 2)
     out = Text(f"{label} ", style="bold")
     out.append(fmt.bar(fraction, bar_width), style=style)
@@ -32,7 +35,8 @@ def meter_line(label: str, fraction: float | None, text: str, width: int, style:
     return out
 
 
-def spark_pair(power: tuple[float, ...], limit: float, util: tuple[float, ...], width: int, style: str) -> Text:
+def spark_pair(power: tuple[float, ...], limit: float, util: tuple[float, ...], width: int,
+               style: Style | str) -> Text:
     half = max(0, (width - 1) // 2)
     out = Text()
     for label, values, top in (("W", power, limit), ("%", util, 100.0)):
@@ -41,3 +45,26 @@ def spark_pair(power: tuple[float, ...], limit: float, util: tuple[float, ...], 
         out.append(" ")
     out.rstrip()
     return out
+
+
+LEVEL_COLOURS = {"-warm": "warning", "-hot": "error"}
+
+
+def theme_style(app: App[object], variable: str) -> Style:
+    """A theme colour ("accent", "warning", ...) as a Rich style. Theme values are Textual
+    colours, which Rich cannot always read itself (the ANSI themes say "ansi_green")."""
+    value = app.theme_variables.get(variable)
+    if not value:
+        return Style()
+    try:
+        return Style(color=Color.parse(value).rich_color)
+    except ColorParseError:
+        return Style()
+
+
+def level_style(app: App[object], css_level: str) -> Style:
+    """The style of a threshold level from tui.format.level(): warning, error, dim for n/a."""
+    if css_level == "-na":
+        return Style(dim=True)
+    variable = LEVEL_COLOURS.get(css_level)
+    return theme_style(app, variable) if variable else Style()

@@ -12,7 +12,7 @@ from rigctl import fmt
 from rigctl.gpu.model import Gpu, GpuSample
 from rigctl.history import RingBuffer
 from rigctl.tui.format import level, power_fraction, short_name, temperature_level, vram_fraction
-from rigctl.tui.widgets.glyphs import meter_line, spark_pair
+from rigctl.tui.widgets.glyphs import level_style, meter_line, spark_pair, theme_style
 from rigctl.tui.widgets.lines_widget import LinesWidget
 
 HISTORY = 120
@@ -64,21 +64,16 @@ class GpuCard(LinesWidget):
         }
         self.fractions = {"vram": vram_fraction(gpu, sample), "power": power_fraction(gpu, sample)}
 
-    def _style(self, css_level: str) -> str:
-        colours = self.app.theme_variables
-        return {"-warm": colours.get("warning", "yellow"), "-hot": colours.get("error", "red"),
-                "-na": "dim"}.get(css_level, "")
-
     def build_lines(self, width: int) -> list[Text]:
         sample = self.sample
         if sample is None:
             return [Text("waiting for the first sample...", style="dim")]
         vf, pf = self.fractions.get("vram"), self.fractions.get("power")
         return [
-            meter_line("VRAM", vf, self.texts["vram"], width, self._style(level(vf, warn=0.9, hot=0.97))),
-            meter_line("PWR ", pf, self.texts["power"], width, self._style(level(pf, warn=0.9, hot=0.98))),
-            Text(fit(self.texts["stats"], width), style=self._style(temperature_level(sample.temperature_c))),
+            meter_line("VRAM", vf, self.texts["vram"], width, level_style(self.app, level(vf, warn=0.9, hot=0.97))),
+            meter_line("PWR ", pf, self.texts["power"], width, level_style(self.app, level(pf, warn=0.9, hot=0.98))),
+            Text(fit(self.texts["stats"], width), style=level_style(self.app, temperature_level(sample.temperature_c))),
             Text(fit(self.texts["clocks"], width)),
             spark_pair(self._power.snapshot(), self.gpu.power_limit_w or 0.0, self._util.snapshot(), width,
-                       self.app.theme_variables.get("accent", "")),
+                       theme_style(self.app, "accent")),
         ]
