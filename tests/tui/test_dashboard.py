@@ -98,3 +98,22 @@ def test_failed_sampling_marks_stale_then_recovers() -> None:
                 assert not card.has_class("-stale")
 
     asyncio.run(scenario())
+
+
+def test_resizing_redraws_without_adding_history(tmp_path: Path) -> None:
+    backend = SimulatedBackend(load_rig("2x3090-nvlink"), claims_dir=tmp_path)
+    app = make_app(RigSampler(backend), poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await poll(app, pilot)
+            await poll(app, pilot)
+            card = app.screen.query(GpuCard).first()
+            before = len(card._power)
+            await pilot.resize_terminal(160, 48)
+            await pilot.pause()
+            await pilot.resize_terminal(100, 30)
+            await pilot.pause()
+            assert len(card._power) == before  # the same reading drawn again is not a new point
+
+    asyncio.run(scenario())

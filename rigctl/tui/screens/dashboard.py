@@ -75,6 +75,7 @@ class DashboardScreen(Screen[None]):
         self.query_one(LogTail).follow(self.tall and self.is_current)
 
     def show(self, snapshot: RigSnapshot) -> None:
+        fresh = snapshot is not self.last_snapshot  # a resize shows the same one again: no new history
         self.last_snapshot = snapshot
         self.query_one(HostBar).show(snapshot)
         if not self._cards:
@@ -82,7 +83,7 @@ class DashboardScreen(Screen[None]):
         for card in self._cards:
             sample = snapshot.sample_for(card.gpu.index)
             if sample is not None:
-                card.show(sample)
+                card.show(sample, fresh)
         self.query_one(TopologyPanel).show(snapshot, matrix=not self.narrow and not self.short,
                                            essentials_only=self.short)
 

@@ -38,9 +38,10 @@ class GpuCard(LinesWidget):
         self.fractions: dict[str, float | None] = {}
         self.sample: GpuSample | None = None
 
-    def show(self, sample: GpuSample) -> None:
+    def show(self, sample: GpuSample, fresh: bool = True) -> None:
+        """`fresh`: a new reading, which joins the history (a redraw of the last one does not)."""
         self.set_class(sample.lost, "-lost")
-        if not sample.lost:
+        if fresh and not sample.lost:
             self._power.push(sample.power_w)
             self._util.push(sample.util_gpu)
         self._describe(sample)
