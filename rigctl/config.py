@@ -23,7 +23,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 LAUNCHERS = ("process", "systemd", "docker")
-THEMES_HINT = "any Textual theme name, e.g. textual-dark, nord, gruvbox, textual-light"
 
 
 @dataclass(frozen=True)

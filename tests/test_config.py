@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from rigctl.cli import main
-from rigctl.config import config_path, load_settings, save_setting
+from rigctl.config import load_settings, save_setting
 from rigctl.errors import BadInputError
 from rigctl.profiles.store import ProfileStore
+from tests.support.config_file import write_config
 
 CONFIG = """\
 # the box under the desk
@@ -25,13 +26,6 @@ vllm_command = ["/opt/vllm/bin/vllm"]
 [tui]
 rig_interval = 2.0
 """
-
-
-def write_config(text: str) -> Path:
-    path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def test_defaults_then_file_then_env_each_with_its_source() -> None:

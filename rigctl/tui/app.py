@@ -85,7 +85,6 @@ class RigApp(App[None]):
         self.logs = LogScreen(self.settings)
         self.history = HistoryScreen(id="history")
         self.boot: BootScreen | None = None
-        self._theme_ready = False
         if serve is not None:
             serve.on_event = lambda event: self.post_message(SwitchProgress(event))
 
@@ -117,11 +116,10 @@ class RigApp(App[None]):
             self.notify(f"theme {wanted!r} is not known ({self.settings.sources.get('theme', 'default')}); "
                         f"using {self.theme}", severity="warning")
         self.theme_changed_signal.subscribe(self, self._remember_theme)
-        self._theme_ready = True
 
     def _remember_theme(self, theme: Theme) -> None:
         """A theme picked in the app is saved to config.toml ([tui] theme), comments kept."""
-        if not self._theme_ready or theme.name == self._saved_theme:
+        if theme.name == self._saved_theme:
             return
         try:
             path = save_setting("theme", theme.name)
@@ -250,25 +248,25 @@ class RigApp(App[None]):
             self._confirm(f"Switch to {name}? The running server stops first.", detail,
                           lambda: self.start_serving_action(name, lambda ctx: transaction.switch(ctx, name)))
 
-    def action_restart(self) -> None:
+    def _served_profile(self, verb: str) -> str | None:
+        """The profile of the server rigctl started, if there is one to `verb` now."""
         record = read_record()
         if record is None:
-            self.notify("nothing to restart: no server started by rigctl (p, then s, starts one)", severity="warning")
-            return
-        if self._can_serve():
-            name = record.profile
+            self.notify(f"nothing to {verb}: no server started by rigctl (p, then s, starts one)",
+                        severity="warning")
+            return None
+        return record.profile if self._can_serve() else None
+
+    def action_restart(self) -> None:
+        if name := self._served_profile("restart"):
             self._confirm(f"Restart {name}?", "vLLM stops, then boots the same profile (no rollback target: "
                           "it is the same profile).", lambda: self.start_serving_action(
                               name, lambda ctx: transaction.switch(ctx, name, rollback=False)))
 
     def action_stop(self) -> None:
-        record = read_record()
-        if record is None:
-            self.notify("nothing to stop: no server started by rigctl", severity="warning")
-            return
-        if self._can_serve():
-            self._confirm(f"Stop {record.profile}?", "Nothing will serve until you start or switch a profile.",
-                          lambda: self._start_stop(record.profile))
+        if name := self._served_profile("stop"):
+            self._confirm(f"Stop {name}?", "Nothing will serve until you start or switch a profile.",
+                          lambda: self._start_stop(name))
 
     def start_serving_action(self, name: str, action: Callable[[ServeContext], object]) -> None:
         # Installed, so leaving it (d, p, ...) keeps it alive and b brings it back mid-boot.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rigctl import fmt
 from rigctl.gpu.model import Gpu, GpuSample
 
 
@@ -39,8 +38,3 @@ def short_name(name: str) -> str:
         if name.startswith(prefix):
             return name[len(prefix):]
     return name
-
-
-def bar_line(label: str, fraction: float | None, text: str, width: int) -> str:
-    bar_width = max(4, width - len(label) - len(text) - 2)
-    return f"{label} {fmt.bar(fraction, bar_width)} {text}"

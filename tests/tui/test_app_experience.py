@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.config import config_path, load_settings
+from rigctl.config import load_settings
 from rigctl.gpu.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
@@ -21,6 +21,7 @@ from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.topology_panel import TopologyPanel
+from tests.support.config_file import write_config
 from tests.test_alerts import wait_gone
 from tests.tui.helpers import poll, screen_text
 
@@ -87,9 +88,7 @@ def test_engine_death_notifies(serve_ctx) -> None:  # noqa: ANN001
 
 
 def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:  # noqa: ANN001
-    path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("# my rig\n[tui]\n# the refresh I like\nrig_interval = 1.0\n")
+    path = write_config("# my rig\n[tui]\n# the refresh I like\nrig_interval = 1.0\n")
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
 
     async def pick() -> None:
@@ -111,9 +110,7 @@ def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:  # noqa: ANN0
 
 
 def test_unknown_theme_in_config_is_said_not_fatal(serve_ctx) -> None:  # noqa: ANN001
-    path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('[tui]\ntheme = "no-such-theme"\n')
+    path = write_config('[tui]\ntheme = "no-such-theme"\n')
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
 
     async def scenario() -> None:
@@ -176,7 +173,5 @@ def test_sixteen_colour_terminal_gets_the_ansi_theme_unless_one_is_configured() 
     assert initial_theme(load_settings(), "standard") == "ansi-dark"  # what Rich says for TERM=xterm
     assert initial_theme(load_settings(), "256") == "textual-dark"
     assert initial_theme(load_settings(), "truecolor") == "textual-dark"
-    path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('[tui]\ntheme = "nord"\n')
+    write_config('[tui]\ntheme = "nord"\n')
     assert initial_theme(load_settings(), "standard") == "nord"  # the owner's choice wins

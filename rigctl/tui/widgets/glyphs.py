@@ -7,6 +7,8 @@ against 0..limit.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from rich.style import Style
 from rich.text import Text
 from textual.app import App
@@ -53,7 +55,12 @@ LEVEL_COLOURS = {"-warm": "warning", "-hot": "error"}
 def theme_style(app: App[object], variable: str) -> Style:
     """A theme colour ("accent", "warning", ...) as a Rich style. Theme values are Textual
     colours, which Rich cannot always read itself (the ANSI themes say "ansi_green")."""
-    value = app.theme_variables.get(variable)
+    return _style_of(app.theme_variables.get(variable, ""))
+
+
+@lru_cache(maxsize=64)
+def _style_of(value: str) -> Style:
+    """Parsed once per colour: cards ask for the same few colours every second."""
     if not value:
         return Style()
     try:
