@@ -3,10 +3,10 @@
 Readiness follows vLLM's behaviour: connection refused while booting, /health 200 and
 /v1/models listing the served name once ready, /health 503 when the engine died.
 
-Plain http.client over one kept-alive connection: the dashboard scrapes /metrics every
-second beside vLLM, and httpx's machinery cost three times the CPU of the request itself
-(benchmarks/bench_tui.py). Only 127.0.0.1-style endpoints are expected; no proxies, no TLS
-unless the URL says https.
+One kept-alive connection, read by engine/http_get.py: the dashboard scrapes /metrics every
+second beside vLLM, and httpx's machinery, then http.client's header parsing, cost more CPU
+than the request itself (benchmarks/bench_tui.py). Only 127.0.0.1-style endpoints are
+expected; no proxies; https URLs go through http.client.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any
 import http.client
 import json
 from urllib.parse import urlsplit
+
+from rigctl.engine.http_get import HttpGet, ProtocolError
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,14 @@ class EngineClient:
         self._timeout = timeout
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._conn: http.client.HTTPConnection | None = None
+        self._plain = None if self._https else HttpGet(self._host, self._port, timeout, self._headers)
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._plain is not None:
+            self._plain.close()
 
     def __enter__(self) -> EngineClient:
         return self
@@ -72,6 +77,11 @@ class EngineClient:
 
     def request(self, path: str) -> tuple[int, bytes]:
         """GET `path`: (status, body). A dropped kept-alive connection is retried once, fresh."""
+        if self._plain is not None:
+            try:
+                return self._plain.get(self._prefix + path)
+            except (OSError, ProtocolError) as exc:
+                raise EngineHTTPError(type(exc).__name__) from exc
         for attempt in (1, 2):
             conn = self._connection()
             try:

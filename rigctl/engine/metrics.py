@@ -82,6 +82,19 @@ HISTOGRAMS = {
     "queue": ("request_queue_time_seconds",),
 }
 
+# Every family snapshot() reads: the dashboard's scrape parses these and skips the rest.
+READ_FAMILIES = (
+    "num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "gpu_cache_usage_perc", "cache_config_info",
+    "num_requests_waiting_by_reason", "prompt_tokens_by_source_total", "request_success_total",
+    "spec_decode_num_accepted_tokens_per_pos_total", "gpu_prefix_cache_hit_rate", "avg_prompt_throughput_toks_per_s",
+    "avg_generation_throughput_toks_per_s",
+)
+SNAPSHOT_NAMES = frozenset(
+    [P + n for n in READ_FAMILIES] + [P + n for names in COUNTERS.values() for n in names]
+    + [f"{P}{n}{part}" for names in HISTOGRAMS.values() for n in names for part in ("_bucket", "_sum", "_count")]
+    + ["process_start_time_seconds"]
+)
+
 
 def _dict(labels: Labels) -> dict[str, str]:
     return dict(labels)

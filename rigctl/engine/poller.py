@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rigctl.engine.client import EngineClient, EngineHTTPError, Probe
 from rigctl.engine.derive import IntervalFigures, interval
-from rigctl.engine.metrics import EngineSnapshot, snapshot
+from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.gpu.model import GpuSample
 from rigctl.serve.record import ServerRecord, read_record
@@ -66,7 +66,7 @@ class EnginePoller:
             probe = client.probe()
         self._tick += 1
         try:
-            current = snapshot(parse(client.metrics_text()), self._clock())
+            current = snapshot(parse(client.metrics_text(), names=SNAPSHOT_NAMES), self._clock())
         except (EngineHTTPError, ExpositionError) as exc:
             error = f"{record.base_url}/metrics: {exc}"
             since = self._last.since or self._clock()

@@ -9,6 +9,7 @@ by measurement (benchmarks/bench_metrics_parse.py): same samples, several times 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 Labels = tuple[tuple[str, str], ...]
@@ -71,8 +72,9 @@ def _parse_labels(text: str) -> Labels | None:
     return tuple(pairs)
 
 
-def parse(text: str, keep_created: bool = False) -> Exposition:
-    """Every sample of `text`; raises ExpositionError only when nothing in it parses."""
+def parse(text: str, keep_created: bool = False, names: Collection[str] | None = None) -> Exposition:
+    """Every sample of `text` (or those of `names` only: the others are skipped before their
+    labels are read); raises ExpositionError only when nothing in it parses."""
     out = Exposition()
     samples = out.samples
     lines = text.split("\n")
@@ -85,6 +87,8 @@ def parse(text: str, keep_created: bool = False) -> Exposition:
                     out.types[parts[2]] = parts[3].strip()
             continue
         brace = line.find("{")
+        if names is not None and (line[:brace] if brace >= 0 else line.partition(" ")[0]) not in names:
+            continue
         try:
             if brace < 0:
                 name, _, rest = line.partition(" ")

@@ -8,6 +8,7 @@ for a pid, so they are read once per (pid, start time) and cached.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 import psutil
@@ -38,6 +39,25 @@ def vllm_role(name: str | None, cmdline: str | None) -> str | None:
     return None
 
 
+def process_start(pid: int) -> float | None:
+    """When `pid` started, in a unit that only has to tell two processes of one pid apart;
+    None when there is no such process. Linux: one read of /proc/<pid>/stat, a fraction of
+    what psutil.Process() costs each second per GPU process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+        return float(fields[19])  # field 22, starttime: fields after the ")" start at field 3
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return None  # a Linux without this pid
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
 class ProcessInspector:
     """Adds name, command line and user to GpuProcess values; caches per process start."""
 
@@ -45,16 +65,15 @@ class ProcessInspector:
         self._cache: dict[int, tuple[float, str | None, str | None, str | None]] = {}
 
     def _lookup(self, pid: int) -> tuple[str | None, str | None, str | None]:
-        try:
-            proc = psutil.Process(pid)
-            started = proc.create_time()
-        except psutil.Error:
+        started = process_start(pid)
+        if started is None:
             self._cache.pop(pid, None)
             return None, None, None
         cached = self._cache.get(pid)
         if cached and cached[0] == started:
             return cached[1], cached[2], cached[3]
         try:
+            proc = psutil.Process(pid)
             with proc.oneshot():
                 name = proc.name()
                 cmdline = " ".join(proc.cmdline()) or None

@@ -54,40 +54,72 @@ def remove_claim(claims_dir: Path, pid: int) -> None:
 
 
 def read_claims(claims_dir: Path | None) -> list[ClaimedProcess]:
-    if claims_dir is None:
-        return []
-    try:
-        files = [f for f in os.scandir(claims_dir) if f.name.endswith(".json")]
-    except FileNotFoundError:
-        return []
-    out: list[ClaimedProcess] = []
-    for entry in files:
+    return ClaimsReader(claims_dir).read()
+
+
+class ClaimsReader:
+    """read_claims() for a backend sampled every second: a claim file is parsed again only
+    when it changed, and each claimant's process is looked up once, then only re-checked."""
+
+    def __init__(self, claims_dir: Path | None) -> None:
+        self.claims_dir = claims_dir
+        self._parsed: dict[str, tuple[tuple[int, int, int], int, float | None, list[ClaimedProcess]]] = {}
+        self._processes: dict[int, psutil.Process] = {}
+
+    def read(self) -> list[ClaimedProcess]:
+        if self.claims_dir is None:
+            return []
         try:
-            with open(entry.path) as handle:
-                data = json.load(handle)
-            pid = int(data["pid"])
-            if not _alive(pid, data.get("create_time")):
-                continue
-            for item in data["gpus"]:
-                out.append(
-                    ClaimedProcess(
-                        pid=pid,
-                        gpu=int(item["gpu"]),
-                        memory_bytes=int(item.get("memory_bytes", 0)),
-                        title=item.get("title"),
-                        load=max(0.0, min(1.0, float(item.get("load", 0.0)))),
-                    )
-                )
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # a half-written or foreign file is not a claim
-    return out
+            files = [f for f in os.scandir(self.claims_dir) if f.name.endswith(".json")]
+        except FileNotFoundError:
+            files = []
+        out: list[ClaimedProcess] = []
+        parsed: dict[str, tuple[tuple[int, int, int], int, float | None, list[ClaimedProcess]]] = {}
+        for entry in files:
+            try:
+                stat = entry.stat()
+                version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # rewrites replace the file
+                cached = self._parsed.get(entry.path)
+                parsed[entry.path] = cached if cached and cached[0] == version else (version, *_parse(entry.path))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a half-written or foreign file is not a claim
+            _, pid, created, claims = parsed[entry.path]
+            if self._alive(pid, created):
+                out.extend(claims)
+        self._parsed = parsed
+        self._processes = {pid: p for pid, p in self._processes.items() if any(v[1] == pid for v in parsed.values())}
+        return out
 
-
-def _alive(pid: int, create_time: float | None) -> bool:
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
+    def _alive(self, pid: int, create_time: float | None) -> bool:
+        proc = self._processes.get(pid)
+        try:
+            if proc is None:
+                proc = psutil.Process(pid)
+                if create_time is not None and abs(proc.create_time() - float(create_time)) >= 1.0:
+                    return False  # the pid was reused: not the process that wrote the claim
+                self._processes[pid] = proc
+            with proc.oneshot():
+                return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            self._processes.pop(pid, None)
             return False
-        return create_time is None or abs(proc.create_time() - float(create_time)) < 1.0
-    except psutil.Error:
-        return False
+
+
+def _parse(path: str) -> tuple[int, float | None, list[ClaimedProcess]]:
+    with open(path) as handle:
+        data = json.load(handle)
+    pid = int(data["pid"])
+    claims = [
+        ClaimedProcess(
+            pid=pid,
+            gpu=int(item["gpu"]),
+            memory_bytes=int(item.get("memory_bytes", 0)),
+            title=item.get("title"),
+            load=max(0.0, min(1.0, float(item.get("load", 0.0)))),
+        )
+        for item in data["gpus"]
+    ]
+    created = data.get("create_time")
+    return pid, None if created is None else float(created), claims
+
+

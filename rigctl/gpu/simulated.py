@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rigctl.gpu.model import GpuProcess, GpuSample, RigInfo
 from rigctl.gpu.rigspec import MIB, GpuSpec, RigSpec
-from rigctl.gpu.sim_claims import ClaimedProcess, read_claims
+from rigctl.gpu.sim_claims import ClaimedProcess, ClaimsReader
 
 AMBIENT_C = 29.0
 DRIVER_RESERVED = 333 * MIB  # what NVML v2 reports as reserved on a 24 GB GeForce card
@@ -43,7 +43,7 @@ class SimulatedBackend:
                  clock: Callable[[], float] = time.time) -> None:
         self.spec = spec
         self.name = f"sim:{spec.name}"
-        self._claims_dir = claims_dir
+        self._claims = ClaimsReader(claims_dir)
         self._clock = clock
         self._info = spec.to_info(self.name)
         start = clock()
@@ -57,7 +57,7 @@ class SimulatedBackend:
 
     def sample(self) -> tuple[GpuSample, ...]:
         now = self._clock()
-        claims = read_claims(self._claims_dir)
+        claims = self._claims.read()
         return tuple(self._sample_one(gpu, now, [c for c in claims if c.gpu == gpu.index]) for gpu in self.spec.gpus)
 
     def _sample_one(self, gpu: GpuSpec, now: float, claims: list[ClaimedProcess]) -> GpuSample:

@@ -14,6 +14,17 @@ class FileFollower:
         self.path = Path(path)
         self._offset = self.path.stat().st_size if from_end and self.path.exists() else 0
         self._partial = ""
+        self._mid_line = False  # the offset may be inside a line: drop up to the first newline
+
+    def skip_to_tail(self, keep_bytes: int) -> None:
+        """Start at most `keep_bytes` before the end: a viewer wants a long-running server's
+        last lines, not to page through a gigabyte of history at a read a second."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size - self._offset > keep_bytes:
+            self._offset, self._partial, self._mid_line = size - keep_bytes, "", True
 
     def read_new(self, limit: int = 1 << 20) -> list[str]:
         try:
@@ -27,6 +38,11 @@ class FileFollower:
         self._offset += len(data)
         # tqdm redraws with \r; each redraw is its own line to a reader
         text = self._partial + data.decode(errors="replace").replace("\r", "\n")
+        if self._mid_line:
+            cut = text.find("\n")
+            if cut < 0:
+                return []  # still inside the first, cut line
+            text, self._mid_line = text[cut + 1:], False
         lines = text.split("\n")
         self._partial = lines.pop()
         return [line for line in lines if line]

@@ -31,6 +31,7 @@ from rigctl.tui.screens.help import HelpScreen, help_rows
 from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
+from rigctl.tui.widgets.log_tail import TailReader
 
 SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen}
 SIXTEEN_COLOURS = ("standard", "windows")  # Rich's names for 8/16-colour terminals
@@ -79,6 +80,7 @@ class RigApp(App[None]):
         self.engine_poller = EnginePoller()
         self.alerts = AlertTracker()
         self._last_rig = None
+        self._tail_reader: TailReader | None = None
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
         self.profiles = ProfilesScreen(sampler.info)
@@ -174,7 +176,23 @@ class RigApp(App[None]):
                 serving = self._observe(engine)
             except Exception as exc:  # never fatal: the panel says what went wrong
                 errors.append(("engine", f"{type(exc).__name__}: {exc}"))
-        self.post_message(Polled(rig, engine, serving, errors))
+        self.post_message(Polled(rig, engine, serving, errors, self._read_tail(errors)))
+
+    def _read_tail(self, errors: list[tuple[str, str]]) -> tuple[TailReader, str | None, list[str]] | None:
+        """The dashboard tail's new lines, read in the same tick, so one repaint shows them."""
+        reader = self.dashboard.tail_reader  # None while the tail is hidden
+        if reader is not self._tail_reader:
+            if self._tail_reader is not None:
+                self._tail_reader.close()  # closed here: this thread is the one that reads it
+            self._tail_reader = reader
+        if reader is None:
+            return None
+        try:
+            title, lines = reader.read()
+        except Exception as exc:  # the tail is never worth a failed tick
+            errors.append(("log", f"{type(exc).__name__}: {exc}"))
+            return None
+        return (reader, title, lines) if title is not None or lines else None
 
     def _observe(self, engine: EngineState) -> ServingStatus:
         """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY ticks and
@@ -194,6 +212,8 @@ class RigApp(App[None]):
                 self._rig_sampled(message.rig)
             if message.engine is not None and message.serving is not None:
                 self._engine_sampled(message.engine, message.serving)
+            if message.log is not None:
+                self.dashboard.show_log(*message.log)  # type: ignore[arg-type]
 
     def _rig_sampled(self, snapshot: RigSnapshot) -> None:
         if self._rig_failing:

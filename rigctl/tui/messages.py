@@ -13,15 +13,17 @@ class Polled(Message):
     older one the app has not handled yet."""
 
     def __init__(self, rig: RigSnapshot | None, engine: object | None, serving: object | None,
-                 errors: list[tuple[str, str]]) -> None:
+                 errors: list[tuple[str, str]], log: tuple[object, str | None, list[str]] | None = None) -> None:
         super().__init__()
         self.rig = rig
         self.engine = engine
         self.serving = serving
         self.errors = errors
+        self.log = log  # (the dashboard tail's reader, a new title or None, new lines)
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, Polled) and not message.errors and message.engine is None
+        return (isinstance(message, Polled) and not message.errors and message.engine is None
+                and (message.log is None or (message.log[1] is None and not message.log[2])))
 
 
 class SwitchProgress(Message):

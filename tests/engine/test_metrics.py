@@ -6,6 +6,7 @@ with, using vLLM 0.33's metric names, labels (model_name, engine) and buckets.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import tracemalloc
@@ -223,3 +224,26 @@ def test_five_megabytes_parse_in_bounded_memory() -> None:
     assert len(text) >= 5_000_000 and exposition.count() > 40_000
     assert snap.histograms["ttft"].count > 0
     assert peak < 12 * len(text)  # bounded: a small multiple of the text, however large
+
+
+def test_the_dashboard_scrape_reads_only_what_snapshot_needs_and_misses_nothing() -> None:
+    from rigctl.engine.metrics import SNAPSHOT_NAMES
+    from rigctl.sim.exposition import render
+    from rigctl.sim.stats import Stats
+
+    stats = Stats(engines=2, max_model_len=131072, spec=True)
+    for i in range(50):
+        stats.observe("time_to_first_token_seconds", i / 40, i % 2)
+        stats.count("generation_tokens", 7, i % 2)
+        stats.count_by("spec_decode_num_accepted_tokens_per_pos", "position", str(i % 3), 1, 0)
+    texts = [render(stats, "qwen3.6-27b", {"block_size": "16", "kv_cache_size_tokens": "646391"}, 1.0e9)]
+    texts += [path.read_text() for path in sorted(SAMPLES.glob("*.prom"))]
+    assert len(texts) > 3
+    assert parse(texts[0], names=SNAPSHOT_NAMES).count() < parse(texts[0]).count() * 0.7  # 0.33: 281 of 502
+    for text in texts:
+        full, lean = parse(text), parse(text, names=SNAPSHOT_NAMES)
+        assert lean.count() <= full.count()
+        expected = snapshot(full, 0.0)
+        if not lean.count():  # a fragment of families the dashboard never shows (0.6's request_params)
+            expected = dataclasses.replace(expected, model_names=())
+        assert repr(snapshot(lean, 0.0)) == repr(expected)

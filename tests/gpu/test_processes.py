@@ -18,3 +18,25 @@ from rigctl.gpu.processes import vllm_role
 ])
 def test_vllm_roles(name: str, cmdline: str | None, role: str | None) -> None:
     assert vllm_role(name, cmdline) == role
+
+
+def test_inspector_names_live_processes_and_tells_a_new_process_from_an_old_one() -> None:
+    import subprocess
+    import sys
+
+    from rigctl.gpu.model import GpuProcess
+    from rigctl.gpu.processes import ProcessInspector, process_start
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        inspector = ProcessInspector()
+        holder = GpuProcess(pid=child.pid, used_memory=1)
+        (named,) = inspector.enrich((holder,)) or ()
+        assert named.cmdline and "time.sleep(60)" in named.cmdline and named.user
+        assert process_start(child.pid) == process_start(child.pid) is not None
+    finally:
+        child.kill()
+        child.wait()
+    assert process_start(child.pid) is None
+    (gone,) = inspector.enrich((holder,)) or ()
+    assert gone.cmdline is None  # a dead pid is not given its old command line

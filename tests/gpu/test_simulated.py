@@ -12,7 +12,7 @@ import pytest
 from rigctl.errors import BadInputError
 from rigctl.gpu.rigspec import MIB, load_rig, rig_names
 from rigctl.gpu.sampler import RigSampler
-from rigctl.gpu.sim_claims import read_claims, remove_claim, write_claim
+from rigctl.gpu.sim_claims import ClaimsReader, read_claims, remove_claim, write_claim
 from rigctl.gpu.simulated import SimulatedBackend
 
 
@@ -78,6 +78,21 @@ def test_claims_of_dead_processes_are_ignored(tmp_path: Path) -> None:
     write_claim(tmp_path, proc.pid, [{"gpu": 0, "memory_bytes": 5 * MIB, "title": None, "load": 1.0}])
     (tmp_path / "garbage.json").write_text("{not json")
     assert read_claims(tmp_path) == []
+
+
+def test_a_kept_reader_sees_rewritten_claims_and_a_claimant_dying(tmp_path: Path) -> None:
+    reader = ClaimsReader(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        write_claim(tmp_path, child.pid, [{"gpu": 0, "memory_bytes": 5 * MIB, "title": None, "load": 0.5}])
+        assert [c.memory_bytes for c in reader.read()] == [5 * MIB]
+        assert [c.memory_bytes for c in reader.read()] == [5 * MIB]  # unchanged file: the parsed claim
+        write_claim(tmp_path, child.pid, [{"gpu": 1, "memory_bytes": 7 * MIB, "title": None, "load": 0.5}])
+        assert [(c.gpu, c.memory_bytes) for c in reader.read()] == [(1, 7 * MIB)]
+    finally:
+        child.kill()
+        child.wait()
+    assert reader.read() == []  # the file stays; its writer is gone
 
 
 def test_desktop_processes_on_the_4090_rig_are_foreign() -> None:

@@ -114,6 +114,10 @@ def test_boot_log_in_vllm_033_order(server: tuple[str, subprocess.Popen[bytes], 
     assert report.kv_tokens and report.max_concurrency and report.concurrency_len == 131072
     text = log.read_text()
     assert "non-default args: {" in text and "Starting vLLM server on http://127.0.0.1:" in text
+    deadline = time.monotonic() + 5  # the access line is written after the answer: it may trail it a little
+    while '"GET /health HTTP/1.1" 200 OK' not in text and time.monotonic() < deadline:
+        time.sleep(0.02)
+        text = log.read_text()
     assert '"GET /health HTTP/1.1" 200 OK' in text  # uvicorn's access lines, unless the profile silences them
 
 

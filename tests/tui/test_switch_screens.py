@@ -14,6 +14,7 @@ from rigctl.tui.app import make_app
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.widgets.server_log import MAX_LINES, ServerLog
+from rigctl.tui.widgets.serving_bar import ServingBar
 from tests.support.serving import add_profile
 from tests.tui.helpers import poll, settle
 
@@ -54,7 +55,7 @@ def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> No
             await pilot.press("enter")
             await pilot.press("d")
             await poll(app, pilot)
-            assert "serving good" in str(app.screen.query_one("#serving-bar", Static).content)
+            assert "serving good" in app.screen.query_one(ServingBar).text
 
     asyncio.run(scenario())
 

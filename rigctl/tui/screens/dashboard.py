@@ -16,7 +16,7 @@ from rigctl.serve.status import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar
-from rigctl.tui.widgets.log_tail import DASHBOARD_READ_EVERY, LogTail
+from rigctl.tui.widgets.log_tail import LogTail, TailReader
 from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel
 
@@ -32,6 +32,7 @@ class DashboardScreen(Screen[None]):
         self.settings = settings
         self.last_snapshot: RigSnapshot | None = None
         self._cards: list[GpuCard] = []
+        self._tail: LogTail | None = None
 
     def compose(self) -> ComposeResult:
         yield HostBar("", id="host-bar")
@@ -42,7 +43,7 @@ class DashboardScreen(Screen[None]):
                     yield GpuCard(gpu)
             yield EnginePanel()
             yield TopologyPanel()
-        yield LogTail(self.settings, id="dashboard-log", read_every=DASHBOARD_READ_EVERY, hide_own_polls=True)
+        yield LogTail(self.settings, id="dashboard-log", read_every=None, hide_own_polls=True)
         yield Footer()
 
     @property
@@ -56,6 +57,9 @@ class DashboardScreen(Screen[None]):
     @property
     def tall(self) -> bool:
         return self.size.height >= TALL
+
+    def on_mount(self) -> None:
+        self._tail = self.query_one(LogTail)
 
     def on_resize(self) -> None:
         self.set_class(self.narrow, "-narrow")
@@ -72,7 +76,15 @@ class DashboardScreen(Screen[None]):
 
     def _follow_log(self) -> None:
         """The tail reads the log only while it is on screen: nothing is spent on a hidden panel."""
-        self.query_one(LogTail).follow(self.tall and self.is_current)
+        self.query_one(LogTail).follow(self.tall and self.is_current)  # read at the next tick
+
+    @property
+    def tail_reader(self) -> TailReader | None:
+        """The reader the poll loop reads the log with while the tail is shown (read from that thread)."""
+        return self._tail.reader if self._tail is not None else None
+
+    def show_log(self, reader: TailReader, title: str | None, lines: list[str]) -> None:
+        self.query_one(LogTail).show(reader, title, lines)
 
     def show(self, snapshot: RigSnapshot) -> None:
         fresh = snapshot is not self.last_snapshot  # a resize shows the same one again: no new history

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from rigctl import fmt
@@ -93,8 +94,10 @@ class EnginePanel(LinesWidget):
                     cache.append("hit ", style="dim")
                     cache.append(spark(self._hits.snapshot(), min(room, 40), 1.0), style=theme_style(self.app, "accent"))
                 rows.append(cache)
+            elif not width or cell_len(text) <= width:  # fits: Text.wrap() costs more than the rest
+                rows.append(Text(text))
             else:  # long lines wrap into rows of their own rather than being cut
-                rows.extend(Text(text).wrap(self.app.console, max(1, width)) if width else [Text(text)])
+                rows.extend(Text(text).wrap(self.app.console, max(1, width)))
         return rows
 
 

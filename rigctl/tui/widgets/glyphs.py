@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.app import App
 from textual.color import Color, ColorParseError
 
@@ -29,24 +29,28 @@ def spark(values: tuple[float, ...], width: int, top: float) -> str:
     return " " * (width - len(chars)) + "".join(chars)
 
 
+# Lines are built as one string plus spans: Text.append() re-measures the text on every call,
+# and these lines are rebuilt every second (benchmarks/bench_tui.py).
+
 def meter_line(label: str, fraction: float | None, text: str, width: int, style: Style | str) -> Text:
     bar_width = max(3, width - len(label) - len(text) - 2)
-    out = Text(f"{label} ", style="bold")
-    out.append(fmt.bar(fraction, bar_width), style=style)
-    out.append(f" {text}")
-    return out
+    start = len(label) + 1
+    bar = fmt.bar(fraction, bar_width)
+    return Text(f"{label} {bar} {text}", style="bold", spans=[Span(start, start + len(bar), style)])
 
 
 def spark_pair(power: tuple[float, ...], limit: float, util: tuple[float, ...], width: int,
                style: Style | str) -> Text:
     half = max(0, (width - 1) // 2)
-    out = Text()
+    parts: list[str] = []
+    spans: list[Span] = []
+    at = 0
     for label, values, top in (("W", power, limit), ("%", util, 100.0)):
-        out.append(f"{label} ", style="dim")
-        out.append(spark(values, half - 2, top), style=style)
-        out.append(" ")
-    out.rstrip()
-    return out
+        line = spark(values, half - 2, top)
+        spans += [Span(at, at + 2, "dim"), Span(at + 2, at + 2 + len(line), style)]
+        parts.append(f"{label} {line} ")
+        at += len(parts[-1])
+    return Text("".join(parts).rstrip(), spans=spans)
 
 
 LEVEL_COLOURS = {"-warm": "warning", "-hot": "error"}

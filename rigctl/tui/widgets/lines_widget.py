@@ -1,14 +1,19 @@
 """A widget made of text lines that repaints only the lines that changed.
 
-Textual re-renders every line of a refreshed widget through its style pipeline (border,
-padding, filters): about half a millisecond a line here. A GPU card whose clocks moved but
-whose VRAM did not repaints one line, not seven (benchmarks/bench_tui.py).
+Textual renders a widget's whole content again whenever any part of it is dirty, then runs
+each dirty line through its style pipeline (border, padding, filters). This widget renders
+line by line instead (Textual's line API): a GPU card whose clocks moved but whose VRAM did
+not builds one strip, not five, and the other lines come from a cache
+(benchmarks/bench_tui.py).
 """
 
 from __future__ import annotations
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.widget import Widget
 
 
@@ -19,6 +24,20 @@ class LinesWidget(Widget):
         super().__init__(id=id, classes=classes)
         self._lines: list[Text] = []
         self._built_for: tuple[int, str] = (-1, "")
+        # Per line: the Text and base style a strip was made from, and the strip.
+        self._strips: dict[int, tuple[Text, Style, Strip]] = {}
+        self._base_style: Style | None = None
+
+    def notify_style_update(self) -> None:
+        self._base_style = None  # classes, theme or an ancestor's CSS changed
+        super().notify_style_update()
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's colours from CSS: Textual walks every ancestor to compute them, so once."""
+        if self._base_style is None:
+            self._base_style = self.rich_style
+        return self._base_style
 
     def build_lines(self, width: int) -> list[Text]:
         """The lines to show at `width` cells (subclasses)."""
@@ -28,25 +47,48 @@ class LinesWidget(Widget):
         """Rebuild the lines; repaint the changed ones, re-layout only if their number changed."""
         width = self.content_size.width
         lines = self.build_lines(width)
-        old, self._lines = self._lines, lines
+        old = self._lines
+        changed: list[Region] = []
+        for y, line in enumerate(lines):
+            if y < len(old) and old[y] == line:
+                lines[y] = old[y]  # the same object: its cached strip stays valid
+            else:
+                changed.append(Region(0, y, max(1, width), 1))
+        changed.extend(Region(0, y, max(1, width), 1) for y in range(len(lines), len(old)))
+        self._lines = lines
         self._built_for = (width, self.app.theme)
         if len(lines) != len(old) and self.SIZED_BY_LINES:
             self.refresh(layout=True)
-            return
-        changed = [Region(0, y, max(1, width), 1) for y in range(max(len(old), len(lines)))
-                   if y >= len(old) or y >= len(lines) or old[y] != lines[y]]
-        if changed:
+        elif changed:
             self.refresh(*changed)
 
+    def _current_lines(self) -> list[Text]:
+        width = self.content_size.width
+        if self._built_for != (width, self.app.theme):  # resized or re-themed
+            self._lines = self.build_lines(width)
+            self._built_for = (width, self.app.theme)
+        return self._lines
+
     def on_resize(self) -> None:
-        self._lines = self.build_lines(self.content_size.width)
-        self._built_for = (self.content_size.width, self.app.theme)
+        self._current_lines()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return max(1, len(self._lines))
 
-    def render(self) -> Text:
-        if self._built_for != (self.content_size.width, self.app.theme):  # resized or re-themed
-            self._lines = self.build_lines(self.content_size.width)
-            self._built_for = (self.content_size.width, self.app.theme)
-        return Text("\n").join(self._lines)
+    def render_line(self, y: int) -> Strip:
+        lines = self._current_lines()
+        width = self.size.width
+        base = self.base_style
+        if y >= len(lines):
+            return Strip.blank(width, base)
+        line = lines[y]
+        cached = self._strips.get(y)
+        if cached is not None and cached[0] is line and cached[1] == base:
+            return cached[2]
+        console = self.app.console
+        # Rich leaves a Text's own style off its segments when it has no spans: add it here.
+        style = base + console.get_style(line.style) if line.style else base
+        segments = Segment.apply_style(line.render(console, end=""), style=style)
+        strip = Strip(segments).crop_extend(0, width, base)
+        self._strips[y] = (line, base, strip)
+        return strip

@@ -1,0 +1,149 @@
+"""HTTP/1.1 GET over one kept-alive plain socket: what the dashboard needs to scrape a local
+vLLM every second, and nothing else.
+
+http.client parses every response's headers with the email package; at one scrape a
+second beside vLLM that was a third of the scrape's CPU (benchmarks/bench_tui.py). This
+reads the status line, Content-Length or chunked bodies, and Connection: close; anything
+else is a ProtocolError, never a guess. TLS endpoints keep http.client (engine/client.py).
+"""
+
+from __future__ import annotations
+
+import socket
+
+MAX_HEAD = 64 * 1024  # a status line and headers; vLLM sends a few hundred bytes
+MAX_BODY = 64 * 1024 * 1024  # /metrics of many replicas is a few MB
+
+
+class ProtocolError(Exception):
+    """The peer answered, but not with HTTP/1.x this reader understands."""
+
+
+class StaleConnection(Exception):
+    """A kept-alive connection the server had closed: nothing was answered on it."""
+
+
+class HttpGet:
+    def __init__(self, host: str, port: int, timeout: float, headers: dict[str, str]) -> None:
+        self._address = (host, port)
+        self._timeout = timeout
+        fields = {"Host": f"{host}:{port}", "Accept-Encoding": "identity", **headers}
+        self._head = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode("latin-1") + b"\r\n"
+        self._sock: socket.socket | None = None
+        self._buffer = bytearray()
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._buffer.clear()
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        """(status, body). A kept-alive connection found closed is reopened once; any other
+        failure closes the connection and raises (OSError, ProtocolError)."""
+        for _ in (1, 2):
+            reused = self._sock is not None
+            if self._sock is None:
+                self._sock = socket.create_connection(self._address, timeout=self._timeout)
+                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                self._sock.sendall(b"GET " + path.encode("latin-1") + b" HTTP/1.1\r\n" + self._head)
+                return self._response(reused)
+            except StaleConnection:
+                self.close()
+            except BaseException:
+                self.close()
+                raise
+        raise ConnectionResetError("the server closed the connection twice")
+
+    def _response(self, reused: bool) -> tuple[int, bytes]:
+        head = self._read_until(b"\r\n\r\n", MAX_HEAD, stale_ok=reused)
+        lines = head.decode("latin-1").split("\r\n")
+        version, _, rest = lines[0].partition(" ")
+        code = rest[:3]
+        if not version.startswith("HTTP/1.") or not code.isdigit():
+            raise ProtocolError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+        status = int(code)
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, colon, value = line.partition(":")
+            if not colon:
+                raise ProtocolError(f"bad header line: {line[:80]!r}")
+            headers[name.strip().lower()] = value.strip()
+        keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        if status < 200 or status in (204, 304):
+            body = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            body = self._chunked()
+        elif "content-length" in headers:
+            length = headers["content-length"]
+            if not length.isdigit() or int(length) > MAX_BODY:
+                raise ProtocolError(f"bad Content-Length: {length[:20]!r}")
+            body = self._read_exactly(int(length))
+        else:  # the body runs to the end of the connection
+            body, keep = self._read_to_close(), False
+        if not keep:
+            self.close()
+        return status, body
+
+    def _fill(self) -> bool:
+        assert self._sock is not None
+        data = self._sock.recv(65536)
+        self._buffer += data
+        return bool(data)
+
+    def _read_until(self, marker: bytes, limit: int, stale_ok: bool = False) -> bytes:
+        start = 0
+        while (end := self._buffer.find(marker, start)) < 0:
+            if len(self._buffer) > limit:
+                raise ProtocolError(f"no {marker!r} within {limit} bytes")
+            start = max(0, len(self._buffer) - len(marker) + 1)
+            try:
+                got = self._fill()
+            except ConnectionResetError:
+                if stale_ok and not self._buffer:
+                    raise StaleConnection() from None
+                raise
+            if not got:
+                if stale_ok and not self._buffer:
+                    raise StaleConnection()
+                raise ConnectionResetError("the server closed the connection mid-response")
+        out = bytes(self._buffer[:end])
+        del self._buffer[:end + len(marker)]
+        return out
+
+    def _read_exactly(self, length: int) -> bytes:
+        while len(self._buffer) < length:
+            if not self._fill():
+                raise ConnectionResetError("the server closed the connection mid-body")
+        out = bytes(self._buffer[:length])
+        del self._buffer[:length]
+        return out
+
+    def _chunked(self) -> bytes:
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            size_line = self._read_until(b"\r\n", 1024).split(b";")[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                raise ProtocolError(f"bad chunk size: {size_line[:20]!r}") from None
+            if size == 0:
+                while self._read_until(b"\r\n", MAX_HEAD):  # trailers end with an empty line
+                    pass
+                return b"".join(parts)
+            total += size
+            if total > MAX_BODY:
+                raise ProtocolError("body too large")
+            parts.append(self._read_exactly(size))
+            if self._read_exactly(2) != b"\r\n":
+                raise ProtocolError("chunk not followed by CRLF")
+
+    def _read_to_close(self) -> bytes:
+        while self._fill():
+            if len(self._buffer) > MAX_BODY:
+                raise ProtocolError("body too large")
+        out = bytes(self._buffer)
+        self._buffer.clear()
+        return out
