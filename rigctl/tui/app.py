@@ -185,12 +185,13 @@ class RigApp(App[None]):
             if self._tail_reader is not None:
                 self._tail_reader.close()  # closed here: this thread is the one that reads it
             self._tail_reader = reader
-        if reader is None:
+        if reader is None or reader.broken:
             return None
         try:
             title, lines = reader.read()
-        except Exception as exc:  # the tail is never worth a failed tick
-            errors.append(("log", f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # the tail is never worth a failed tick: said once, then left alone
+            reader.broken = True
+            errors.append(("log tail", f"{type(exc).__name__}: {exc}"))
             return None
         return (reader, title, lines) if title is not None or lines else None
 

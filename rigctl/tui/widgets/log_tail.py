@@ -45,6 +45,7 @@ class TailReader:
         self._record: ServerRecord | None = None
         self._follower: LogFollower | None = None
         self._started = False
+        self.broken = False  # set by a reader that hit an error: it reads no more
 
     def read(self) -> tuple[str | None, list[str]]:
         """(a new title when the followed log changed, else None; the new lines, at most BATCH)."""
