@@ -87,7 +87,8 @@ class ClaimsReader:
             if self._alive(pid, created):
                 out.extend(claims)
         self._parsed = parsed
-        self._processes = {pid: p for pid, p in self._processes.items() if any(v[1] == pid for v in parsed.values())}
+        claimants = {pid for _, pid, _, _ in parsed.values()}
+        self._processes = {pid: p for pid, p in self._processes.items() if pid in claimants}
         return out
 
     def _alive(self, pid: int, create_time: float | None) -> bool:
@@ -121,5 +122,3 @@ def _parse(path: str) -> tuple[int, float | None, list[ClaimedProcess]]:
     ]
     created = data.get("create_time")
     return pid, None if created is None else float(created), claims
-
-

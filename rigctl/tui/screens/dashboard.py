@@ -84,7 +84,8 @@ class DashboardScreen(Screen[None]):
         return self._tail.reader if self._tail is not None else None
 
     def show_log(self, reader: TailReader, title: str | None, lines: list[str]) -> None:
-        self.query_one(LogTail).show(reader, title, lines)
+        if self._tail is not None:
+            self._tail.show(reader, title, lines)
 
     def show(self, snapshot: RigSnapshot) -> None:
         fresh = snapshot is not self.last_snapshot  # a resize shows the same one again: no new history
