@@ -34,3 +34,45 @@ def ensure_private_dir(path: Path) -> Path:
     if path.stat().st_mode & 0o077:
         path.chmod(0o700)
     return path
+
+
+MIN_FREE_BYTES = 16 * 1024 * 1024  # room for a boot log and rigctl's records
+
+
+def writable_problem(directory: Path, min_free: int = MIN_FREE_BYTES) -> str | None:
+    """Why rigctl could not write in `directory` now (read-only, not allowed, full), or None.
+
+    Tried for real (a small file written, synced and removed), because permission bits say
+    nothing for root and nothing about a full or read-only filesystem.
+    """
+    existing = directory
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent  # a directory not made yet: it would be made there
+    try:
+        probe = existing / f".rigctl-write-test-{os.getpid()}"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"\0" * 4096)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            try:
+                probe.unlink()
+            except FileNotFoundError:
+                pass
+        stats = os.statvfs(existing)
+    except OSError as exc:
+        return f"{directory} is not writable: {exc.strerror or exc}"
+    free = stats.f_bavail * stats.f_frsize
+    if free < min_free:
+        return f"the filesystem of {directory} is full ({free // 1024:,} KiB free; rigctl needs " \
+               f"{min_free // 2**20} MiB for the boot log and its records)"
+    return None
+
+
+def free_bytes(directory: Path) -> int | None:
+    try:
+        stats = os.statvfs(directory)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize

@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rigctl: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
+        print("rigctl: interrupted", file=sys.stderr)
         return int(ExitCode.FAILURE)
     except BrokenPipeError:  # `rigctl gpus --watch | head`
         sys.stderr.close()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from rigctl import jsonio
 from rigctl.errors import NoDriverError
 from rigctl.gpu.backend import open_backend, selected_sim
 from rigctl.gpu.model import RigInfo
@@ -36,8 +36,8 @@ def open_sampler(args: argparse.Namespace, with_host: bool = True) -> RigSampler
 
 
 def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
+    """Strict JSON: a NaN or an infinity prints as null, never as a bare NaN jq rejects."""
+    sys.stdout.write(jsonio.dumps(value, indent=2) + "\n")
 
 
 def rig_info_or_none(args: argparse.Namespace, quiet: bool = False) -> RigInfo | None:

@@ -16,7 +16,8 @@ from rigctl.engine.bootlog import read_bootlog
 from rigctl.errors import BadInputError
 from rigctl.serve import history
 from rigctl.serve.launchers import launcher_for
-from rigctl.serve.record import read_record
+from rigctl.redact import redact_text
+from rigctl.serve.status import find_running
 
 
 def register(sub: Any) -> None:
@@ -35,24 +36,31 @@ def register(sub: Any) -> None:
 
 
 def run_logs(args: argparse.Namespace) -> int:
-    record = read_record()
+    settings = load_settings()
+    running = find_running(settings)
+    for note in running.notes:
+        print(f"rigctl: {note}", file=sys.stderr)
+    record = running.record or running.stale
     if record is None:
         raise BadInputError("no server log: rigctl has not started a server here")
     if record.log_path:
         path = Path(record.log_path)
-        with open(path, errors="replace") as handle:
-            for line in deque(handle, maxlen=max(0, args.lines)):
-                sys.stdout.write(line)
+        try:
+            with open(path, errors="replace") as handle:
+                for line in deque(handle, maxlen=max(0, args.lines)):
+                    sys.stdout.write(redact_text(line))
+        except OSError as exc:
+            raise BadInputError(f"{path}: {exc.strerror}") from exc
         sys.stdout.flush()
         if not args.follow:
             return 0
-        follower = launcher_for(record, load_settings()).follower(record, from_end=True)
+        follower = launcher_for(record, settings).follower(record, from_end=True)
     else:
-        follower = launcher_for(record, load_settings()).follower(record, from_end=not args.follow)
+        follower = launcher_for(record, settings).follower(record, from_end=not args.follow)
     try:
         while True:
             for line in follower.read_new():
-                print(line, flush=True)
+                print(redact_text(line), flush=True)
             if not args.follow:
                 return 0
             time.sleep(0.2)
@@ -61,7 +69,10 @@ def run_logs(args: argparse.Namespace) -> int:
 
 
 def run_history(args: argparse.Namespace) -> int:
-    records = [r for r in history.read_all() if not args.profile or r.profile == args.profile]
+    read = history.read_history()
+    if read.warning():
+        print(f"rigctl: {read.warning()}", file=sys.stderr)
+    records = [r for r in read.records if not args.profile or r.profile == args.profile]
     if args.json:
         common.print_json([r.to_json() for r in records])
         return 0

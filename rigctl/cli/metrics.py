@@ -23,7 +23,7 @@ from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.gpu.sampler import RigSampler
-from rigctl.serve.record import read_record
+from rigctl.serve.status import find_running
 
 
 def register(sub: Any) -> None:
@@ -100,10 +100,12 @@ def _endpoint(args: argparse.Namespace) -> tuple[str, str | None]:
     settings = load_settings()
     if settings.endpoint:
         return settings.endpoint, None
-    record = read_record()
-    if record is None:
+    running = find_running(settings)
+    for note in running.notes:
+        print(f"rigctl: {note}", file=sys.stderr)
+    if running.record is None or running.launcher is None:
         raise RigctlError("no server to ask: rigctl has not started one here (give --url, or set [server] endpoint)")
-    return record.base_url, record.api_key
+    return running.record.base_url, running.launcher.api_key(running.record)
 
 
 def _scrape(client: EngineClient) -> EngineSnapshot:

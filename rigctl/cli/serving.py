@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rigctl.cli import common
 from rigctl.config import load_settings
-from rigctl.errors import NoDriverError
+from rigctl.errors import NoDriverError, RigctlError
 from rigctl.gpu.backend import open_backend, selected_sim
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.options import load_option_table
@@ -23,6 +25,7 @@ from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.control import ServeContext
 from rigctl.serve.launchers import SIM_COMMAND, make_launcher
+from rigctl.serve.status import find_running
 
 
 def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext:
@@ -32,7 +35,11 @@ def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext
         os.environ["RIGCTL_SIM"] = sim  # the simulator learns its rig from the environment it inherits
     try:
         sampler: RigSampler | None = RigSampler(open_backend(sim), with_host=False)
-    except NoDriverError:
+    except NoDriverError as exc:
+        configured = {settings.sources.get(k, "default") for k in ("launcher", "vllm_command")} != {"default"}
+        if not configured:
+            raise RigctlError(f"{exc}; or, to serve without an NVIDIA driver (a CPU build of vLLM), set [server] "
+                              "vllm_command (or launcher) in config.toml") from exc
         sampler = None
     return ServeContext(
         settings=settings, launcher=make_launcher(settings, "process" if sim else None), store=ProfileStore(),
@@ -67,6 +74,8 @@ def register(sub: Any) -> None:
     p.add_argument("name")
     _shared(p)
     p.add_argument("--no-rollback", action="store_true", help="leave the box down if the new profile fails")
+    p.add_argument("--force", action="store_true",
+                   help="try even when the GPUs' free memory says vLLM will refuse to start")
     p.set_defaults(handler=run_switch)
     p = common.add_command(sub, "start", "start a profile when nothing serves (default: the last good one)")
     p.add_argument("name", nargs="?")
@@ -103,18 +112,28 @@ def _report(args: argparse.Namespace, outcome: transaction.SwitchOutcome) -> int
     return int(outcome.exit_code)
 
 
-def _run(args: argparse.Namespace, action: Any) -> int:
+def _run(args: argparse.Namespace, action: Callable[[ServeContext], transaction.SwitchOutcome]) -> int:
     ctx = make_context(args, None if args.json else Progress(args.verbose))
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        if ctx.interrupt.press():
+            raise KeyboardInterrupt
+        print("Ctrl-C: stopping the new boot and rolling back (Ctrl-C again to leave at once)", file=sys.stderr,
+              flush=True)
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         return _report(args, action(ctx))
     finally:
+        signal.signal(signal.SIGINT, previous)
         if ctx.sampler:
             ctx.sampler.close()
 
 
 def run_switch(args: argparse.Namespace) -> int:
     return _run(args, lambda ctx: transaction.switch(ctx, args.name, timeout=args.timeout,
-                                                     rollback=not args.no_rollback, lock_wait=args.wait))
+                                                     rollback=not args.no_rollback, lock_wait=args.wait,
+                                                     force=args.force))
 
 
 def run_start(args: argparse.Namespace) -> int:
@@ -122,14 +141,14 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_restart(args: argparse.Namespace) -> int:
-    from rigctl.serve.record import read_record
+    def restart(ctx: ServeContext) -> transaction.SwitchOutcome:
+        running = find_running(ctx.settings, ctx.launcher)
+        if running.record is None:
+            raise RigctlError("nothing to restart (no server started by rigctl is running); use start")
+        return transaction.switch(ctx, running.record.profile, timeout=args.timeout, rollback=False,
+                                  lock_wait=args.wait)
 
-    record = read_record()
-    if record is None:
-        print("rigctl: nothing to restart (no server started by rigctl); use start", file=sys.stderr)
-        return 1
-    return _run(args, lambda ctx: transaction.switch(ctx, record.profile, timeout=args.timeout, rollback=False,
-                                                     lock_wait=args.wait))
+    return _run(args, restart)
 
 
 def run_stop(args: argparse.Namespace) -> int:

@@ -90,11 +90,15 @@ def run_demo(args: argparse.Namespace) -> int:
     home, first = prepare_demo_home(rig, args.profile)
     load = None
     if not args.no_load:
+        from rigctl.jsonio import DamagedFile
         from rigctl.serve.record import read_record
         from rigctl.sim.loadgen import LoadGenerator
 
         def endpoint() -> tuple[str, str] | None:
-            record = read_record()
+            try:
+                record = read_record()
+            except DamagedFile:
+                return None
             return (record.base_url, record.served_names[0]) if record else None
 
         load = LoadGenerator(endpoint)

@@ -11,7 +11,9 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from rigctl.redact import redact_text
 
 _PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)?(?:\((?P<proc>[^)]*?)\s+pid=(?P<pid>\d+)\)\s*)?")
 _HEAD = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)"
@@ -189,6 +191,7 @@ class BootLogReader:
     def __init__(self) -> None:
         self.report = BootReport()
         self._t0: datetime | None = None
+        self._previous: datetime | None = None
         self._last: float | None = None
         self._seen: set[str] = set()
 
@@ -208,7 +211,18 @@ class BootLogReader:
         """Seconds since the first stamped line; unstamped lines (uvicorn's) take the last stamp."""
         if stamp is None:
             return self._last
-        moment = datetime.strptime(f"2001-{stamp}", "%Y-%m-%d %H:%M:%S")  # vLLM omits the year
+        # vLLM omits the year: read it in a leap year, so 02-29 parses, and a stamp far
+        # earlier than the one before it is after New Year, a year on.
+        try:
+            moment = datetime.strptime(f"{_LEAP_YEAR}-{stamp}", "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return self._last  # not a date after all (13-45 ...): no time for this line
+        if self._previous is not None:
+            years = self._previous.year - _LEAP_YEAR
+            moment = _in_year(moment, _LEAP_YEAR + years)
+            if moment < self._previous - _HALF_YEAR:
+                moment = _in_year(moment, moment.year + 1)
+        self._previous = moment
         if self._t0 is None:
             self._t0 = moment
         self._last = (moment - self._t0).total_seconds()
@@ -218,13 +232,14 @@ class BootLogReader:
         r = self.report
         if not line.strip():
             return None
-        r.tail = (r.tail + [line.rstrip()])[-self.TAIL:]
-        _, stamp, message = self.split(line)
+        shown = redact_text(line.rstrip())  # what a report quotes never carries a key
+        r.tail = (r.tail + [shown])[-self.TAIL:]
+        _, stamp, message = self.split(shown)
         seconds = self._seconds(stamp)
         self._numbers(message)
         failure = classify_line(message)
         if failure:
-            r.failure_candidates.append(dataclasses.replace(failure, line=line.rstrip()))  # the line as logged
+            r.failure_candidates.append(dataclasses.replace(failure, line=shown))  # the line as logged
             r.failure = _most_specific(r.failure_candidates)
         for name, label, pattern in PHASES:
             match = pattern.search(message)
@@ -237,7 +252,7 @@ class BootLogReader:
                 r.ready = True
             if name not in self._seen:
                 self._seen.add(name)
-                phase = Phase(name, label, seconds, line.rstrip())
+                phase = Phase(name, label, seconds, shown)
                 r.phases.append(phase)
                 return phase
         return None
@@ -269,6 +284,17 @@ class BootLogReader:
             r.compile_seconds = r.compile_seconds or float(m.group("s"))
         if m := SERVER.search(message):
             r.server_url = m.group("url")
+
+
+_LEAP_YEAR = 2000
+_HALF_YEAR = timedelta(days=182)
+
+
+def _in_year(moment: datetime, year: int) -> datetime:
+    try:
+        return moment.replace(year=year)
+    except ValueError:  # 29 February of a year that has none: the next day
+        return moment.replace(year=year, month=3, day=1)
 
 
 def _most_specific(candidates: list[Failure]) -> Failure:

@@ -1,27 +1,37 @@
 """Polling a vLLM server for the dashboard: /metrics every tick, /health and /v1/models now and
-then, the interval figures against the previous scrape. Runs in a worker thread; returns
-immutable values. An endpoint that stops answering keeps the last figures, marked stale.
+then, the interval figures against the previous scrape. Returns immutable values. An
+endpoint that stops answering keeps the last figures, marked stale.
+
+The caller says which endpoint to poll (the engine layer reads engines; it does not know
+how rigctl started one).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rigctl.engine.client import EngineClient, EngineHTTPError, Probe
 from rigctl.engine.derive import IntervalFigures, interval
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.gpu.model import GpuSample
-from rigctl.serve.record import ServerRecord, read_record
 
 PROBE_EVERY = 5  # ticks between /health + /v1/models checks while /metrics answers
+LOOPBACK_TIMEOUT = 0.8  # s: a local vLLM answers /metrics in milliseconds; a stuck one must not hold a tick
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str
+    label: str  # what the panel calls it: the profile it serves
+    api_key: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
 class EngineState:
-    record: ServerRecord | None
+    target: Endpoint | None
     snapshot: EngineSnapshot | None  # the last good one (stale when `error` is set)
     figures: IntervalFigures | None
     probe: Probe | None
@@ -33,44 +43,53 @@ class EngineState:
         return self.error is not None and self.snapshot is not None
 
 
+def _timeout_for(url: str) -> float:
+    local = any(host in url for host in ("//127.", "//localhost", "//[::1]"))
+    return LOOPBACK_TIMEOUT if local else 2.0
+
+
 class EnginePoller:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._client: EngineClient | None = None
-        self._url: str | None = None
+        self._target: Endpoint | None = None
         self._previous: EngineSnapshot | None = None
         self._previous_gpus: tuple[GpuSample, ...] = ()
         self._last: EngineState = EngineState(None, None, None, None)
         self._tick = 0
 
-    def _client_for(self, record: ServerRecord) -> EngineClient:
-        if self._client is None or self._url != record.base_url:
+    def _client_for(self, target: Endpoint) -> EngineClient:
+        if self._client is None or self._target is None or (self._target.url, self._target.api_key) != (
+                target.url, target.api_key):
             if self._client:
                 self._client.close()
-            self._client = EngineClient(record.base_url, record.api_key, timeout=1.5)
-            self._url = record.base_url
+            self._client = EngineClient(target.url, target.api_key, timeout=_timeout_for(target.url))
             self._previous, self._tick = None, 0
+        self._target = target
         return self._client
 
-    def poll(self, gpus: tuple[GpuSample, ...] = ()) -> EngineState:
-        record = read_record()
-        if record is None:
-            since = self._last.since or self._clock()
-            self._last = EngineState(self._last.record, self._last.snapshot, self._last.figures, None,
-                                     error="no server running", since=since)
-            self._previous = None
-            return self._last
-        client = self._client_for(record)
-        probe = self._last.probe if self._last.record == record else None
+    def unavailable(self, error: str) -> EngineState:
+        """No endpoint to poll (nothing serves, or its record is damaged): say so, keep the last figures."""
+        since = self._last.since or self._clock()
+        self._last = EngineState(self._last.target, self._last.snapshot, self._last.figures, None, error=error,
+                                 since=since)
+        self._previous = None
+        return self._last
+
+    def poll(self, target: Endpoint | None, gpus: tuple[GpuSample, ...] = ()) -> EngineState:
+        if target is None:
+            return self.unavailable("no server running")
+        client = self._client_for(target)
+        probe = self._last.probe if self._last.target == target else None
         if self._tick % PROBE_EVERY == 0 or probe is None or not probe.healthy:
             probe = client.probe()
         self._tick += 1
         try:
             current = snapshot(parse(client.metrics_text(), names=SNAPSHOT_NAMES), self._clock())
         except (EngineHTTPError, ExpositionError) as exc:
-            error = f"{record.base_url}/metrics: {exc}"
+            error = f"{target.url}/metrics: {exc}"
             since = self._last.since or self._clock()
-            self._last = EngineState(record, self._last.snapshot, self._last.figures, probe, error, since)
+            self._last = EngineState(target, self._last.snapshot, self._last.figures, probe, error, since)
             self._previous = None  # the next good scrape starts a fresh interval
             return self._last
         figures = None
@@ -78,7 +97,7 @@ class EnginePoller:
             serving = frozenset(s.index for s in gpus if any(p.is_vllm for p in s.processes or ())) or None
             figures = interval(self._previous, current, None, self._previous_gpus, gpus, serving)
         self._previous, self._previous_gpus = current, gpus
-        self._last = EngineState(record, current, figures, probe)
+        self._last = EngineState(target, current, figures, probe)
         return self._last
 
     def close(self) -> None:

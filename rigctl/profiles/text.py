@@ -8,8 +8,8 @@ from typing import Any
 from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import FIRST_CLASS, Diagnostic, Profile
 from rigctl.profiles.summary import Knobs, knobs
-from rigctl.profiles.vllm_args import REDACTED, SECRET_OPTIONS, LaunchSpec
-from rigctl.profiles.validate import is_secret_env
+from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.redact import REDACTED, is_secret_env, is_secret_option
 
 COLUMNS = ("", "name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
 
@@ -31,7 +31,7 @@ def list_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _value_text(key: str, value: Any) -> str:
-    if key.replace("-", "_") in SECRET_OPTIONS:
+    if is_secret_option(key) and not isinstance(value, bool):
         return REDACTED
     if isinstance(value, (dict, list)):
         return json.dumps(value)

@@ -17,7 +17,6 @@ from rigctl.profiles.options import MTP_ALIASES, REMOVED, SPEC_METHODS, OptionTa
 from rigctl.profiles.schema import Diagnostic, Profile
 
 _HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
-_SECRET_ENV = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
 
 def parse_human_int(value: Any) -> int | None:
@@ -242,6 +241,3 @@ def validate(profile: Profile, table: OptionTable, rig: RigInfo | None = None) -
     errors.sort(key=lambda d: (d.file or "", d.line or 0))
     return errors + lint(profile, settings, rig)
 
-
-def is_secret_env(name: str) -> bool:
-    return bool(_SECRET_ENV.search(name))

@@ -1,8 +1,9 @@
 """Profile -> (argv, env) for `vllm serve`: an argv list, never a shell string.
 
 Order is deterministic: the model, the first-class knobs, every other option by name,
-then --host 127.0.0.1 unless the profile chose a host. Secrets are redacted in anything
-meant for display or logs; the argv handed to the launcher keeps them.
+then --host 127.0.0.1 unless the profile chose a host. Secrets go to vLLM through its
+environment where vLLM reads them there (VLLM_API_KEY, HF_TOKEN), so they are not in `ps`;
+anything meant for display or logs is redacted.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from typing import Any
 
 from rigctl.profiles.options import OptionTable, VllmOption
 from rigctl.profiles.schema import FIRST_CLASS, Profile, ProfileError
-from rigctl.profiles.validate import is_secret_env, resolve_settings, validate
+from rigctl.profiles.validate import resolve_settings, validate
+from rigctl.redact import REDACTED, is_secret_env, is_secret_option, redact_argv, redact_env
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 SECRET_OPTIONS = frozenset({"api_key", "hf_token"})
-REDACTED = "***"
+# vLLM reads these from its environment when the option is not given: the same effect,
+# and the value stays out of the process list.
+SECRET_ENV_FOR = {"api_key": "VLLM_API_KEY", "hf_token": "HF_TOKEN"}
 
 
 @dataclass(frozen=True)
@@ -32,10 +36,13 @@ class LaunchSpec:
     secret_values: tuple[str, ...] = ()
 
     def redacted_argv(self) -> list[str]:
-        return [REDACTED if arg in self.secret_values else arg for arg in self.argv]
+        return redact_argv(REDACTED if arg in self.secret_values else arg for arg in self.argv)
 
     def redacted_env(self) -> dict[str, str]:
-        return {k: (REDACTED if is_secret_env(k) else v) for k, v in self.env.items()}
+        return redact_env(self.env)
+
+    def with_argv(self, argv: tuple[str, ...]) -> LaunchSpec:
+        return LaunchSpec(argv, self.env, self.host, self.port, self.served_names, self.secret_values)
 
     def display(self) -> str:
         """A line a user could paste into a shell (quoted for display, secrets redacted)."""
@@ -82,18 +89,22 @@ def render(profile: Profile, table: OptionTable, vllm_command: tuple[str, ...] =
     order = [d for d in FIRST_CLASS if d in settings] + sorted(d for d in settings if d not in FIRST_CLASS)
     argv: list[str] = [*vllm_command, "serve", str(profile.model)]
     secrets: list[str] = []
+    env = {k: str(v) for k, v in sorted(profile.env.items())}
     for dest in order:
         setting = settings[dest]
-        argv += option_args(setting.option, setting.value)
-        if dest in SECRET_OPTIONS:
+        if dest in SECRET_OPTIONS or is_secret_option(dest):
             values = setting.value if isinstance(setting.value, list) else [setting.value]
             secrets += [str(v) for v in values if not isinstance(v, bool)]
+            if dest in SECRET_ENV_FOR and len(values) == 1 and isinstance(values[0], str):
+                env[SECRET_ENV_FOR[dest]] = values[0]
+                continue
+        argv += option_args(setting.option, setting.value)
     host = str(settings["host"].value) if "host" in settings else DEFAULT_HOST
     if "host" not in settings and "uds" not in settings:
         argv += ["--host", DEFAULT_HOST]
     port = int(settings["port"].value) if "port" in settings else DEFAULT_PORT
     names = settings["served_model_name"].value if "served_model_name" in settings else [profile.model]
-    env = {k: str(v) for k, v in sorted(profile.env.items())}
+    env = dict(sorted(env.items()))
     secrets += [v for k, v in env.items() if is_secret_env(k)]
     return LaunchSpec(argv=tuple(argv), env=env, host=host, port=port,
                       served_names=tuple(str(n) for n in (names if isinstance(names, list) else [names])),

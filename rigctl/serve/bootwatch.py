@@ -7,12 +7,15 @@ failure. A process that exits, an error line followed by silence, or the timeout
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigctl.engine.bootlog import BootLogReader, BootReport, Failure
 from rigctl.engine.client import EngineClient
+from rigctl.redact import redact_text
+from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.record import ServerRecord
 
@@ -34,23 +37,28 @@ class BootResult:
     seconds: float
     report: BootReport
     failure: Failure | None
-    record: ServerRecord
+    record: ServerRecord | None  # None: nothing was started
     version: str | None = None
 
 
+def not_started(profile: str, failure: Failure) -> BootResult:
+    return BootResult(profile, False, 0.0, BootReport(), failure, None)
+
+
 def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_event: Callable[[Event], None],
-               poll: float = 0.1, clock: Callable[[], float] = time.monotonic) -> BootResult:
+               poll: float = 0.1, clock: Callable[[], float] = time.monotonic,
+               cancel: threading.Event | None = None) -> BootResult:
     follower = launcher.follower(record)
     reader = BootLogReader()
     start = clock()
     next_probe = start
     error_at: float | None = None
-    client = EngineClient(record.base_url, record.api_key, timeout=1.0)
+    client = EngineClient(record.base_url, launcher.api_key(record), timeout=1.0)
 
     def drain() -> None:
         for line in follower.read_new():
             phase = reader.feed(line)
-            on_event(Event("line", line, record.profile))
+            on_event(Event("line", redact_text(line), record.profile))
             if phase:
                 on_event(Event("phase", phase.label, record.profile, clock() - start))
 
@@ -69,6 +77,9 @@ def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_even
                 return result(False, report.failure or Failure(
                     "exited", f"vLLM exited with status {code} before it was ready", last,
                     "read the log: rigctl logs"))
+            if cancel is not None and cancel.is_set():
+                return result(False, Failure("interrupted", "interrupted by Ctrl-C before it was ready", "",
+                                             "switch again when you are ready"))
             if report.failure is not None:
                 error_at = error_at or clock()
                 if clock() - error_at > ERROR_GRACE:
@@ -78,6 +89,11 @@ def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_even
                 next_probe = now + 0.25
                 probe = client.probe()
                 if probe.healthy and any(name in probe.models for name in record.served_names):
+                    if launcher.serves_port(record) is False:  # someone else's server answers there
+                        holder = discover.holder(record.port) or "another process"
+                        return result(False, Failure(
+                            "port_in_use", f"port {record.port} is answered by another server ({holder}), not the "
+                            "one rigctl started", "", "stop what listens there or change port"))
                     drain()
                     return result(True, None, client.version())
             if now - start > timeout:

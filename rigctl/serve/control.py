@@ -1,20 +1,22 @@
-"""The steps a switch is made of: find the running server, stop it, boot a profile, record it.
+"""The steps a switch is made of: load a profile, stop a server, boot a profile, record it.
 
 `ServeContext` carries everything a step needs, so the CLI, the TUI and the tests drive
-the same code with their own launcher, rig and event sink.
+the same code with their own launcher, rig and event sink. `boot()` never raises for
+what can go wrong while starting vLLM (a missing executable, a failing systemctl, a full
+disk): it returns a failed BootResult, so the transaction can roll back.
 """
 
 from __future__ import annotations
 
-import os
-import socket
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import psutil
-
 from rigctl.config import Settings
+from rigctl.engine.bootlog import BootReport, Failure
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.options import OptionTable
@@ -23,9 +25,28 @@ from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.serve import history
-from rigctl.serve.bootwatch import BootResult, Event, watch_boot
-from rigctl.serve.launchers import Launcher, launcher_for
-from rigctl.serve.record import ServerRecord, clear_record, read_record, write_record
+from rigctl.serve.bootwatch import BootResult, Event, not_started, watch_boot
+from rigctl.serve.launchers import Launcher
+from rigctl.serve.record import ServerRecord, clear_record, write_record
+
+ROLLBACK_MARGIN = 1.5  # a rollback may take this many times its last recorded boot
+
+
+class Interrupt:
+    """Ctrl-C during a switch. Before anything is touched it simply leaves; once a server
+    has been stopped, the first Ctrl-C asks the boot to stop and the rollback to run, and
+    a second one leaves at once."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.touched = False  # a server has been stopped or started
+
+    def press(self) -> bool:
+        """Record one Ctrl-C; True when the caller should leave at once (KeyboardInterrupt)."""
+        if not self.touched or self.requested.is_set():
+            return True
+        self.requested.set()
+        return False
 
 
 @dataclass
@@ -38,6 +59,7 @@ class ServeContext:
     vllm_command: tuple[str, ...]
     sampler: RigSampler | None = None
     on_event: Callable[[Event], None] = field(default=lambda event: None)
+    interrupt: Interrupt = field(default_factory=Interrupt)
 
     def say(self, kind: str, text: str, profile: str | None = None) -> None:
         self.on_event(Event(kind, text, profile))
@@ -55,48 +77,11 @@ def prepare(ctx: ServeContext, name: str) -> tuple[Profile, LaunchSpec]:
     return profile, render(profile, ctx.table, ctx.vllm_command)
 
 
-def running_server(ctx: ServeContext) -> tuple[ServerRecord | None, Launcher | None]:
-    record = read_record()
-    if record is None:
-        return None, None
-    launcher = ctx.launcher if record.launcher == ctx.launcher.name else launcher_for(record, ctx.settings)
-    return (record, launcher) if launcher.alive(record) else (None, None)
-
-
-def port_holder(host: str, port: int) -> str | None:
-    """Who listens on the port, if anyone: 'pid 123 (python3)' when it can be told."""
-    target = "127.0.0.1" if host in ("", "0.0.0.0") else host
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.settimeout(0.5)
-        if probe.connect_ex((target, port)) != 0:
-            return None
-    try:
-        for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
-                return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
-    except (psutil.Error, PermissionError):
-        pass
-    return "another process"
-
-
-def foreign_vram(ctx: ServeContext, gpus_needed: int) -> list[str]:
-    """VRAM on the GPUs the profile will use held by processes other than vLLM."""
-    if ctx.sampler is None:
-        return []
-    snapshot = ctx.sampler.snapshot()
-    notes = []
-    for sample in snapshot.samples[:gpus_needed]:
-        held = [p for p in sample.processes or () if not p.is_vllm and (p.used_memory or 0) > 0]
-        if held:
-            mib = sum(p.used_memory or 0 for p in held) / 2**20
-            who = ", ".join(f"{p.name or p.pid}" for p in held[:3])
-            notes.append(f"GPU{sample.index}: {mib:,.0f} MiB held by {who}; it counts against gpu_memory_utilization")
-    return notes
-
-
-def stop_server(ctx: ServeContext, record: ServerRecord, launcher: Launcher) -> None:
-    ctx.say("step", f"stopping {record.profile} (grace {ctx.settings.stop_grace:.0f} s)", record.profile)
-    launcher.stop(record, ctx.settings.stop_grace)
+def stop_server(ctx: ServeContext, record: ServerRecord, launcher: Launcher, grace: float | None = None) -> None:
+    """Stop and forget a server; StopFailed (record kept, so a later stop can retry) if it stays."""
+    grace = ctx.settings.stop_grace if grace is None else grace
+    ctx.say("step", f"stopping {record.profile} (grace {grace:.0f} s)", record.profile)
+    launcher.stop(record, grace)
     clear_record()
     _wait_vram_released(ctx, record)
 
@@ -107,20 +92,63 @@ def _wait_vram_released(ctx: ServeContext, record: ServerRecord, limit: float = 
         return
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        pids = {p.pid for s in ctx.sampler.snapshot().samples for p in s.processes or ()}
+        try:
+            pids = {p.pid for s in ctx.sampler.snapshot().samples for p in s.processes or ()}
+        except Exception:  # a sampling fault must not stop a switch; the boot will tell
+            return
         if record.pid not in pids:
             return
         time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def no_interrupt() -> Iterator[None]:
+    """Hold Ctrl-C back while a server is started and recorded: a KeyboardInterrupt between
+    the two would leave a server that nothing knows about (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) -> BootResult:
+    """Start `profile` and follow it until ready; any failure comes back as a failed result,
+    with what was started stopped again."""
     ctx.say("step", f"starting {profile.name}", profile.name)
     ctx.say("command", spec.display(), profile.name)
-    record = ctx.launcher.start(spec, profile.name)
-    write_record(record)  # before watching: a killed rigctl still leaves the server adoptable
-    result = watch_boot(ctx.launcher, record, timeout, ctx.on_event)
+    with no_interrupt():
+        try:
+            record = ctx.launcher.start(spec, profile.name)
+        except Exception as exc:  # a deleted venv, systemctl or docker failing, an unwritable log
+            return not_started(profile.name, Failure("launch", f"vLLM could not be started: {_reason(exc)}", "",
+                                                     "check [server] vllm_command and the launcher settings "
+                                                     "(rigctl config)"))
+        try:
+            write_record(record)  # before watching: a killed rigctl still leaves the server adoptable
+        except OSError as exc:
+            _stop_quietly(ctx, record)  # unrecorded, it would hold the port and the GPUs unseen
+            return not_started(profile.name, Failure("state", f"the server record could not be written "
+                                                     f"({_reason(exc)}), so the server was stopped again", ""))
+    try:
+        result = watch_boot(ctx.launcher, record, timeout, ctx.on_event, cancel=ctx.interrupt.requested)
+    except Exception as exc:
+        _stop_quietly(ctx, record)
+        return BootResult(profile.name, False, 0.0, BootReport(), Failure(
+            "internal", f"following the boot failed: {_reason(exc)}", ""), record)
     if result.ok:
-        report = result.report
+        _record_boot(ctx, profile, spec, result)
+    else:
+        _stop_quietly(ctx, record)
+    return result
+
+
+def _record_boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: BootResult) -> None:
+    report = result.report
+    try:
         history.append(history.BootRecord(
             profile=profile.name, profile_hash=history.profile_hash(profile), when=time.time(),
             argv=spec.redacted_argv(), vllm_version=result.version or report.version,
@@ -129,25 +157,44 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) 
             available_kv_gib=report.available_kv_gib, model_load_gib=report.model_load_gib,
             model_load_seconds=report.model_load_seconds, graph_capture_seconds=report.graph_capture_seconds,
             boot_seconds=round(result.seconds, 2)))
-    else:
-        ctx.launcher.stop(record, min(ctx.settings.stop_grace, 10.0))  # nothing half-started stays behind
+    except OSError as exc:  # the server serves; only the record of the boot is lost
+        ctx.say("warning", f"the boot record was not written to {history.history_file()}: {_reason(exc)}",
+                profile.name)
+
+
+def _stop_quietly(ctx: ServeContext, record: ServerRecord) -> None:
+    """Nothing half-started stays behind; a stop that fails is said, and the record stays."""
+    try:
+        ctx.launcher.stop(record, min(ctx.settings.stop_grace, 10.0))
+    except Exception as exc:
+        ctx.say("warning", f"the failed server for {record.profile} could not be stopped: {_reason(exc)}; "
+                f"it stays recorded (rigctl stop retries)", record.profile)
+        return
+    try:
         clear_record()
-    return result
+    except OSError:
+        pass
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror}"
+    return str(exc) or type(exc).__name__
 
 
 def boot_timeout(ctx: ServeContext, profile: Profile, override: float | None) -> float:
     if override is not None:
         return override
     value = profile.rigctl.get("boot_timeout")
-    return float(value) if isinstance(value, (int, float)) else ctx.settings.boot_timeout
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else ctx.settings.boot_timeout
 
 
-def owner_alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    if pid == os.getpid():
-        return True
+def rollback_timeout(ctx: ServeContext, profile: Profile) -> float:
+    """The last good profile's own budget, never the one given for trying the new profile:
+    its configured boot timeout, or its slowest recorded boot with a margin if that is longer."""
+    configured = boot_timeout(ctx, profile, None)
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+        seconds = [r.boot_seconds for r in history.read_all() if r.profile == profile.name]
+    except Exception:
+        seconds = []
+    return max([configured] + [s * ROLLBACK_MARGIN + 10 for s in seconds])

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rigctl import paths
+from rigctl import jsonio, paths
 from rigctl.profiles.schema import Profile
 
 
@@ -47,24 +47,53 @@ def profile_hash(profile: Profile) -> str:
 
 def append(record: BootRecord) -> None:
     paths.ensure_private_dir(paths.state_dir())
-    line = (json.dumps(record.to_json(), sort_keys=True) + "\n").encode()
-    fd = os.open(history_file(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    line = (jsonio.dumps(record.to_json(), sort_keys=True) + "\n").encode()
+    fd = os.open(history_file(), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        os.write(fd, line)  # one write of one line with O_APPEND: never interleaved, never half
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line  # the last append was cut mid-line: never glue a record onto it
+        os.write(fd, line)  # one write of one line with O_APPEND: never interleaved
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def read_all() -> list[BootRecord]:
+@dataclass(frozen=True)
+class History:
+    records: list[BootRecord]
+    damaged_lines: list[int]  # 1-based line numbers that are not a boot record
+
+    def warning(self) -> str | None:
+        if not self.damaged_lines:
+            return None
+        shown = ", ".join(str(n) for n in self.damaged_lines[:5]) + (", ..." if len(self.damaged_lines) > 5 else "")
+        return f"{history_file()}: skipped {len(self.damaged_lines)} damaged line(s) ({shown})"
+
+
+def read_history() -> History:
+    path = history_file()
     try:
-        lines = history_file().read_text().splitlines()
+        lines = path.read_text(errors="replace").splitlines()
     except FileNotFoundError:
-        return []
-    out = []
-    for line in lines:
+        return History([], [])
+    except OSError as exc:
+        raise jsonio.DamagedFile(path, exc.strerror or str(exc)) from exc
+    records: list[BootRecord] = []
+    damaged: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
-            out.append(BootRecord(**json.loads(line)))
-        except (ValueError, TypeError):
-            continue  # a foreign or damaged line is skipped, not fatal
-    return out
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            records.append(jsonio.build(BootRecord, data, path))
+        except (ValueError, jsonio.DamagedFile):
+            damaged.append(number)
+    return History(records, damaged)
+
+
+def read_all() -> list[BootRecord]:
+    """The boot records that could be read (damaged lines skipped: read_history names them)."""
+    return read_history().records

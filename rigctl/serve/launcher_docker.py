@@ -4,13 +4,17 @@ mapped. The environment goes through an --env-file (0600): secrets stay off `ps`
 
 from __future__ import annotations
 
+import shutil
 import time
+import uuid
 from pathlib import Path
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.profiles.vllm_args import LaunchSpec
-from rigctl.serve.launcher_systemd import Runner, run
+from rigctl.serve import discover
+from rigctl.serve.launcher_systemd import Runner, env_file_problems, read_env_file, run
+from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import CommandFollower
 from rigctl.serve.record import ServerRecord
 
@@ -40,9 +44,23 @@ class DockerLauncher:
                 "-v", f"{self.hf_cache}:{CONTAINER_HF}", "--env-file", str(self.env_file), "--entrypoint", "vllm",
                 self.image, *serve_args]
 
+    def check(self, spec: LaunchSpec) -> list[str]:
+        problems = env_file_problems(spec.env)
+        if shutil.which("docker") is None:
+            problems.append("the docker launcher needs the docker client, which is not on PATH")
+        problem = paths.writable_problem(paths.state_dir(), min_free=0)
+        if problem:
+            problems.append(problem)
+        return problems
+
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         paths.ensure_private_dir(paths.state_dir())
-        write_text_atomic(self.env_file, "".join(f"{k}={v}\n" for k, v in spec.env.items()), mode=0o600)
+        boot_id = uuid.uuid4().hex
+        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile}
+        if env_file_problems(env):
+            raise ValueError("; ".join(env_file_problems(env)))
+        # docker's --env-file takes each line verbatim after the first "=": no quoting to escape
+        write_text_atomic(self.env_file, "".join(f"{k}={v}\n" for k, v in env.items()), mode=0o600)
         self.runner(["docker", "rm", "-f", self.container])  # a leftover of the same name blocks the run
         started = time.time()
         done = self.runner(self.run_command(spec))
@@ -50,7 +68,7 @@ class DockerLauncher:
             raise RuntimeError(f"docker run failed: {(done.stderr or done.stdout).strip()}")
         return ServerRecord(launcher=self.name, profile=profile, started=started, log_path="", host=spec.host,
                             port=spec.port, served_names=spec.served_names, argv=tuple(spec.redacted_argv()),
-                            container=self.container)
+                            container=self.container, boot_id=boot_id)
 
     def _inspect(self, field: str) -> str:
         return self.runner(["docker", "inspect", "-f", f"{{{{.State.{field}}}}}", self.container]).stdout.strip()
@@ -64,8 +82,16 @@ class DockerLauncher:
         code = self._inspect("ExitCode")
         return int(code) if code.lstrip("-").isdigit() else -1
 
+    def serves_port(self, record: ServerRecord) -> bool | None:
+        return None  # docker-proxy listens for the container: the listener says nothing of which boot
+
+    def api_key(self, record: ServerRecord) -> str | None:
+        return read_env_file(self.env_file).get("VLLM_API_KEY") or None
+
     def stop(self, record: ServerRecord, grace: float) -> None:
-        self.runner(["docker", "stop", "-t", str(int(grace)), self.container])
+        done = self.runner(["docker", "stop", "-t", str(int(grace)), self.container])
+        if done.returncode != 0 and "No such container" not in (done.stderr or ""):
+            raise StopFailed(f"docker stop {self.container} failed: {(done.stderr or done.stdout).strip()}")
         self.runner(["docker", "rm", self.container])
 
     def logs_command(self, since: float, follow: bool = True) -> list[str]:

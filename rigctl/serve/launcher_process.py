@@ -1,27 +1,47 @@
 """The default launcher: rigctl starts vLLM itself, in its own session and process group,
 output to a log file under the state dir. Stop is SIGTERM to the group, a grace period,
-then SIGKILL. A later rigctl adopts the server through the server record."""
+then SIGKILL and a bounded wait. A later rigctl adopts the server through the server
+record, or finds it by the boot token in its environment when the record is lost."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import psutil
 
 from rigctl import paths
 from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.serve import discover
+from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import FileFollower
 from rigctl.serve.record import ServerRecord
 
 KEEP_LOGS = 30
+KILL_WAIT = 10.0  # seconds a process may take to vanish after SIGKILL before rigctl says so
 
 
 def logs_dir() -> Path:
     return paths.ensure_private_dir(paths.state_dir() / "logs")
+
+
+def resolve_program(program: str, env: dict[str, str]) -> tuple[str | None, str | None]:
+    """(path, problem): where `program` is found on the PATH the server will get."""
+    search = env.get("PATH", os.environ.get("PATH", os.defpath))
+    if "/" in program:
+        path = os.path.expanduser(program)
+        if not os.path.exists(path):
+            return None, f"{program}: no such file"
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            return None, f"{program}: not an executable file"
+        return path, None
+    found = shutil.which(program, path=search)
+    return (found, None) if found else (None, f"{program!r} is not on PATH")
 
 
 class ProcessLauncher:
@@ -30,19 +50,34 @@ class ProcessLauncher:
     def __init__(self) -> None:
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
+    def check(self, spec: LaunchSpec) -> list[str]:
+        _, problem = resolve_program(spec.argv[0], spec.env)
+        problems = [f"cannot start vLLM: {problem} (set [server] vllm_command in config.toml, or the "
+                    "profile's [rigctl] vllm_command, to the vllm of your venv)"] if problem else []
+        log_problem = paths.writable_problem(paths.state_dir() / "logs")
+        if log_problem:
+            problems.append(f"cannot write the server log: {log_problem}")
+        return problems
+
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         directory = logs_dir()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         log_path = directory / f"{stamp}-{profile}.log"
+        boot_id = uuid.uuid4().hex
+        env = {**os.environ, **spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
+               discover.LOG_VAR: str(log_path)}
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             child = subprocess.Popen(list(spec.argv), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **spec.env}, start_new_session=True)
+                                     env=env, start_new_session=True)
         except OSError as exc:
-            os.write(fd, f"rigctl: cannot start {spec.argv[0]}: {exc.strerror}\n".encode())
-            os.close(fd)
+            try:
+                os.write(fd, f"rigctl: cannot start {spec.argv[0]}: {exc.strerror}\n".encode())
+            except OSError:
+                pass
             raise
-        os.close(fd)
+        finally:
+            os.close(fd)
         self._children[child.pid] = child
         _prune(directory)
         try:
@@ -51,8 +86,7 @@ class ProcessLauncher:
             created = None
         return ServerRecord(launcher=self.name, profile=profile, started=time.time(), log_path=str(log_path),
                             host=spec.host, port=spec.port, served_names=spec.served_names,
-                            argv=tuple(spec.redacted_argv()), pid=child.pid, create_time=created,
-                            api_key=_first_key(spec))
+                            argv=tuple(spec.redacted_argv()), pid=child.pid, create_time=created, boot_id=boot_id)
 
     def alive(self, record: ServerRecord) -> bool:
         if record.pid is None:
@@ -74,6 +108,13 @@ class ProcessLauncher:
             return child.poll()
         return None if self.alive(record) else -1
 
+    def serves_port(self, record: ServerRecord) -> bool | None:
+        return discover.listener_is(record.port, record.boot_id, record.pid)
+
+    def api_key(self, record: ServerRecord) -> str | None:
+        env = discover.process_environ(record.pid) if record.pid and self.alive(record) else None
+        return (env or {}).get("VLLM_API_KEY") or None
+
     def stop(self, record: ServerRecord, grace: float) -> None:
         if record.pid is None or not self.alive(record):
             self._reap(record)
@@ -85,8 +126,13 @@ class ProcessLauncher:
             time.sleep(0.05)
         if _group_alive(group, self._children.get(group)):
             _signal_group(group, signal.SIGKILL)
+            deadline = time.monotonic() + KILL_WAIT
             while _group_alive(group, self._children.get(group)):
-                time.sleep(0.02)
+                if time.monotonic() > deadline:
+                    raise StopFailed(f"{record.profile} (process group {group}) is still alive {KILL_WAIT:.0f} s "
+                                     f"after SIGKILL: a process stuck in the driver, or not rigctl's to kill; "
+                                     f"look at `ps -o pid,stat,user,cmd -g {group}`")
+                time.sleep(0.05)
         self._reap(record)
 
     def _reap(self, record: ServerRecord) -> None:
@@ -99,11 +145,6 @@ class ProcessLauncher:
 
     def follower(self, record: ServerRecord, from_end: bool = False) -> FileFollower:
         return FileFollower(record.log_path, from_end=from_end)
-
-
-def _first_key(spec: LaunchSpec) -> str | None:
-    argv = list(spec.argv)
-    return argv[argv.index("--api-key") + 1] if "--api-key" in argv else None
 
 
 def _signal_group(group: int, sig: int) -> None:
@@ -133,7 +174,10 @@ def _group_alive(group: int, child: subprocess.Popen[bytes] | None) -> bool:
 
 
 def _prune(directory: Path) -> None:
-    logs = sorted(directory.glob("*.log"), key=lambda p: p.stat().st_mtime)
+    try:
+        logs = sorted(directory.glob("*.log"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return
     for old in logs[:-KEEP_LOGS]:
         try:
             old.unlink()

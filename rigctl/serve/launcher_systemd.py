@@ -5,14 +5,18 @@ owns only the drop-in and an EnvironmentFile (0600, secrets stay off command lin
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.serve import discover
+from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import CommandFollower
 from rigctl.serve.record import ServerRecord
 
@@ -20,17 +24,54 @@ Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
 
 def run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=120)
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        return subprocess.CompletedProcess(list(argv), 127, "", f"{argv[0]}: command not found")
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(list(argv), 124, "", f"{' '.join(argv)}: no answer in 120 s")
+
+
+_C_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def systemd_quote(arg: str) -> str:
-    """One ExecStart word: quoted, with systemd's own specials escaped ($ and % expand)."""
+    """One ExecStart word: quoted, with systemd's own specials escaped ($ and % expand) and
+    control characters written as C escapes, which ExecStart decodes: a newline in a value
+    (an inline chat template) stays inside its word and never starts a line of its own."""
     escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$").replace("%", "%%")
+    escaped = "".join(_C_ESCAPES.get(c, f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c)
+                      for c in escaped)
     return escaped if re.fullmatch(r"[A-Za-z0-9_@%+=:,./$-]+", escaped) else f'"{escaped}"'
 
 
 def env_line(key: str, value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"env.{key}: a value with a line break cannot go into an environment file")
     return f'{key}="{value.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
+
+
+def env_file_problems(env: dict[str, str]) -> list[str]:
+    """Values an environment file cannot hold: a line break would start a line of its own."""
+    return [f"env.{k}: the value holds a line break, which an environment file cannot carry safely; "
+            "put it in a file and give its path" for k, v in env.items() if "\n" in v or "\r" in v]
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY="value" lines as env_line writes them (and docker's bare KEY=value)."""
+    out: dict[str, str] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        key, eq, value = line.partition("=")
+        if not eq:
+            continue
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        out[key] = value
+    return out
 
 
 class SystemdLauncher:
@@ -53,6 +94,17 @@ class SystemdLauncher:
             raise RuntimeError(f"{' '.join(argv)} failed: {(done.stderr or done.stdout).strip()}")
         return done
 
+    def check(self, spec: LaunchSpec) -> list[str]:
+        problems = env_file_problems(spec.env)
+        if shutil.which("systemctl") is None:
+            problems.append("the systemd launcher needs systemctl, which is not on PATH")
+        for directory in (self.dropin.parent, paths.state_dir()):
+            problem = paths.writable_problem(directory, min_free=0)
+            if problem:
+                problems.append(f"cannot write the unit drop-in: {problem}" if directory == self.dropin.parent
+                                else problem)
+        return problems
+
     def dropin_text(self, spec: LaunchSpec, profile: str) -> str:
         words = " ".join(systemd_quote(a) for a in spec.argv)
         return (f"# Written by rigctl for profile {profile}; rewritten on every switch.\n"
@@ -60,15 +112,20 @@ class SystemdLauncher:
 
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         paths.ensure_private_dir(paths.state_dir())
-        write_text_atomic(self.env_file, "".join(env_line(k, v) + "\n" for k, v in spec.env.items()), mode=0o600)
-        write_text_atomic(self.dropin, self.dropin_text(spec, profile), mode=0o644)
+        boot_id = uuid.uuid4().hex
+        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile}
+        write_text_atomic(self.env_file, "".join(env_line(k, v) + "\n" for k, v in env.items()), mode=0o600)
+        text = self.dropin_text(spec, profile)
+        # world-readable only when it names no secret (the keys live in the 0600 env file)
+        secret = any(value and value in text for value in spec.secret_values)
+        write_text_atomic(self.dropin, text, mode=0o600 if secret else 0o644)
         started = time.time()
         self._check(self._systemctl("daemon-reload"))
         self._check(self._systemctl("restart", self.unit))
         pid = self.runner(self._systemctl("show", self.unit, "-p", "MainPID", "--value")).stdout.strip()
         return ServerRecord(launcher=self.name, profile=profile, started=started, log_path="", host=spec.host,
                             port=spec.port, served_names=spec.served_names, argv=tuple(spec.redacted_argv()),
-                            pid=int(pid) if pid.isdigit() and pid != "0" else None, unit=self.unit)
+                            pid=int(pid) if pid.isdigit() and pid != "0" else None, unit=self.unit, boot_id=boot_id)
 
     def alive(self, record: ServerRecord) -> bool:
         return self.runner(self._systemctl("is-active", self.unit)).stdout.strip() in ("active", "activating",
@@ -82,8 +139,17 @@ class SystemdLauncher:
             return int(status) if status.lstrip("-").isdigit() else -1
         return None
 
+    def serves_port(self, record: ServerRecord) -> bool | None:
+        return discover.listener_is(record.port, record.boot_id, record.pid)
+
+    def api_key(self, record: ServerRecord) -> str | None:
+        return read_env_file(self.env_file).get("VLLM_API_KEY") or None
+
     def stop(self, record: ServerRecord, grace: float) -> None:
-        self._check(self._systemctl("stop", self.unit))
+        try:
+            self._check(self._systemctl("stop", self.unit))
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+            raise StopFailed(f"could not stop {self.unit}: {exc}") from exc
 
     def journal_command(self, since: float) -> list[str]:
         unit_flag = "--user-unit" if self.user else "-u"

@@ -6,10 +6,15 @@ import sys
 from typing import Protocol
 
 from rigctl.config import Settings
+from rigctl.errors import RigctlError
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve.record import ServerRecord
 
 SIM_COMMAND = (sys.executable, "-m", "rigctl.sim.vllm_server")
+
+
+class StopFailed(RigctlError):
+    """A server did not go away when told to (stuck in the driver, or not ours to stop)."""
 
 
 class LogFollower(Protocol):
@@ -21,13 +26,27 @@ class LogFollower(Protocol):
 class Launcher(Protocol):
     name: str
 
+    def check(self, spec: LaunchSpec) -> list[str]:
+        """What would make start() fail, decided before the running server is stopped."""
+        ...
+
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord: ...
+
+    def serves_port(self, record: ServerRecord) -> bool | None:
+        """Is the listener on the record's port this server (True/False), or cannot it be told?"""
+        ...
+
+    def api_key(self, record: ServerRecord) -> str | None:
+        """The key the server checks, read from where the launch put it (never from rigctl's files)."""
+        ...
 
     def alive(self, record: ServerRecord) -> bool: ...
 
     def exit_code(self, record: ServerRecord) -> int | None: ...
 
-    def stop(self, record: ServerRecord, grace: float) -> None: ...
+    def stop(self, record: ServerRecord, grace: float) -> None:
+        """SIGTERM (or the manager's stop), `grace`, then a kill; StopFailed if it outlives that."""
+        ...
 
     def follower(self, record: ServerRecord, from_end: bool = False) -> LogFollower: ...
 

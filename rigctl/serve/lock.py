@@ -24,7 +24,7 @@ class RigLock:
     def __init__(self, purpose: str, wait: float = 0.0) -> None:
         self.purpose = purpose
         self.wait = wait
-        self.path = paths.ensure_private_dir(paths.state_dir()) / "rig.lock"
+        self.path = paths.state_dir() / "rig.lock"
         self._fd: int | None = None
 
     def holder(self) -> str:
@@ -35,8 +35,19 @@ class RigLock:
         except (OSError, ValueError):
             return "another rigctl"
 
+    def _open(self) -> int:
+        try:
+            paths.ensure_private_dir(self.path.parent)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            pass
+        try:  # a read-only state dir: flock works on a read-only descriptor, a stop can still run
+            return os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise RigctlError(f"cannot take the rig lock {self.path}: {exc.strerror or exc}") from exc
+
     def __enter__(self) -> RigLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self._open()
         deadline = time.monotonic() + self.wait
         while True:
             try:
@@ -49,14 +60,20 @@ class RigLock:
                     hint = " (rigctl switch --wait SECONDS to queue behind it)" if not self.wait else ""
                     raise RigBusyError(f"the rig is busy: {holder} holds the switch lock{hint}") from None
                 time.sleep(0.1)
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "purpose": self.purpose, "since": time.time()}).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid(), "purpose": self.purpose, "since": time.time()}).encode())
+        except OSError:
+            pass  # who holds it is a courtesy for the one refused; the flock is what counts
         self._fd = fd
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                pass
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None

@@ -1,17 +1,18 @@
 """What rigctl knows about the server it started: state_dir/server.json, written atomically.
 
 A later rigctl run adopts the server through this record; the process's start time
-guards against a recycled pid.
+guards against a recycled pid, and the boot token (RIGCTL_BOOT_ID in the server's
+environment) tells this server from any other that answers on the port. The record holds
+no secret: an API key stays in the server's own environment (see launcher.api_key).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rigctl import paths
+from rigctl import jsonio, paths
 from rigctl.atomic import write_text_atomic
 
 
@@ -29,12 +30,12 @@ class ServerRecord:
     create_time: float | None = None
     unit: str | None = None
     container: str | None = None
-    api_key: str | None = field(default=None, repr=False)  # kept to query /v1/models; file is 0600
+    boot_id: str | None = None
 
     @property
     def base_url(self) -> str:
         host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
-        return f"http://{host}:{self.port}"
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,18 +46,15 @@ def record_file() -> Path:
 
 
 def read_record() -> ServerRecord | None:
-    try:
-        data = json.loads(record_file().read_text())
-        data["served_names"] = tuple(data.get("served_names", ()))
-        data["argv"] = tuple(data.get("argv", ()))
-        return ServerRecord(**{k: v for k, v in data.items() if k in ServerRecord.__dataclass_fields__})
-    except (OSError, ValueError, TypeError):
-        return None
+    """The record; None when there is none; jsonio.DamagedFile when it cannot be used."""
+    path = record_file()
+    data = jsonio.read_object(path)
+    return None if data is None else jsonio.build(ServerRecord, data, path)
 
 
 def write_record(record: ServerRecord) -> None:
     paths.ensure_private_dir(paths.state_dir())
-    write_text_atomic(record_file(), json.dumps(record.to_json(), indent=1) + "\n", mode=0o600)
+    write_text_atomic(record_file(), jsonio.dumps(record.to_json(), indent=1) + "\n", mode=0o600)
 
 
 def clear_record() -> None:

@@ -1,7 +1,9 @@
 """What is really being served: the state file, the server record, the process and HTTP.
 
 Never claims more than it can see: a profile counts as active only when the server that
-rigctl started for it is alive and answers with its served name.
+rigctl started for it is alive and answers with its served name. A damaged server.json
+is named, and the server it described is looked for by the boot token in its
+environment (serve/discover.py), so `status` and `stop` still reach it.
 """
 
 from __future__ import annotations
@@ -11,10 +13,71 @@ from typing import Any
 
 from rigctl.config import Settings
 from rigctl.engine.client import EngineClient, Probe
-from rigctl.serve.control import owner_alive
-from rigctl.serve.launchers import launcher_for
-from rigctl.serve.record import ServerRecord, read_record
-from rigctl.serve.state import ActiveState, read_state
+from rigctl.jsonio import DamagedFile
+from rigctl.redact import redact_argv
+from rigctl.serve import discover
+from rigctl.serve.launchers import Launcher, launcher_for
+from rigctl.serve.record import ServerRecord, read_record, write_record
+from rigctl.serve.state import ActiveState, owner_alive, read_state
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """The server rigctl started, if one is alive, and what was noticed finding it."""
+
+    record: ServerRecord | None  # alive (None: nothing of rigctl's runs)
+    launcher: Launcher | None
+    notes: tuple[str, ...] = ()  # a damaged record named, a record rebuilt
+    stale: ServerRecord | None = None  # a record whose server is gone
+
+
+def find_running(settings: Settings, default: Launcher | None = None, thorough: bool = True) -> RunningServer:
+    """The live server of the record; with a damaged record (or none, when `thorough`) the
+    listening process that carries a rigctl boot token, its record rebuilt."""
+    notes: list[str] = []
+    try:
+        record = read_record()
+    except DamagedFile as exc:
+        record = None
+        notes.append(str(exc))
+    if record is not None:
+        launcher = default if default is not None and record.launcher == default.name else launcher_for(record,
+                                                                                                          settings)
+        if launcher.alive(record):
+            return RunningServer(record, launcher, tuple(notes))
+        return RunningServer(None, None, tuple(notes), stale=record)
+    if not notes and not thorough:
+        return RunningServer(None, None)
+    rebuilt = _rediscover(settings)
+    if rebuilt is None:
+        if notes:
+            notes.append("no running server carries rigctl's boot token")
+        return RunningServer(None, None, tuple(notes))
+    try:
+        write_record(rebuilt)
+        notes.append(f"found {rebuilt.profile} running (pid {rebuilt.pid}, port {rebuilt.port}) by its boot token; "
+                     f"its record was rebuilt")
+    except OSError as exc:
+        notes.append(f"found {rebuilt.profile} running (pid {rebuilt.pid}, port {rebuilt.port}); its record could not "
+                     f"be rewritten: {exc.strerror or exc}")
+    launcher = launcher_for(rebuilt, settings)
+    return RunningServer(rebuilt, launcher, tuple(notes))
+
+
+def _rediscover(settings: Settings) -> ServerRecord | None:
+    found = discover.find_rigctl_servers()
+    if not found:
+        return None
+    server = found[0]
+    env = discover.process_environ(server.listener_pid) or {}
+    host = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
+    url = f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+    with EngineClient(url, env.get("VLLM_API_KEY"), timeout=1.0) as client:
+        probe = client.probe()
+    return ServerRecord(launcher="process", profile=server.profile or "unknown", started=server.create_time or 0.0,
+                        log_path=server.log_path or "", host=server.host, port=server.port,
+                        served_names=probe.models, argv=tuple(redact_argv(server.argv)), pid=server.pid,
+                        create_time=server.create_time, boot_id=server.boot_id)
 
 
 @dataclass(frozen=True)
@@ -25,11 +88,13 @@ class ServingStatus:
     process_alive: bool
     probe: Probe | None
     summary: str
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "active_profile": self.active_profile,
             "summary": self.summary,
+            "notes": list(self.notes),
             "state": self.state.to_json() if self.state else None,
             "server": None if self.record is None else {
                 "profile": self.record.profile, "launcher": self.record.launcher, "pid": self.record.pid,
@@ -42,33 +107,43 @@ class ServingStatus:
         }
 
 
-def observe(settings: Settings, probe: Probe | None = None) -> ServingStatus:
-    """`probe`: a fresh /health + /v1/models answer the caller already has (saves the requests)."""
-    state, record = read_state(), read_record()
-    alive = False
-    if record is not None:
-        alive = launcher_for(record, settings).alive(record)
-        if alive and probe is None:
-            with EngineClient(record.base_url, record.api_key, timeout=1.0) as client:
-                probe = client.probe()
+def observe(settings: Settings, probe: Probe | None = None, thorough: bool = False) -> ServingStatus:
+    """`probe`: a fresh /health + /v1/models answer the caller already has (saves the requests).
+    `thorough`: also look for a rigctl server that has no record (costs a scan of listeners)."""
+    notes: list[str] = []
+    try:
+        state = read_state()
+    except DamagedFile as exc:
+        state = None
+        notes.append(str(exc))
+    running = find_running(settings, thorough=thorough)
+    notes += running.notes
+    record = running.record or running.stale
+    alive = running.record is not None
+    if alive and probe is None and record is not None:
+        with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None,
+                          timeout=1.0) as client:
+            probe = client.probe()
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))
-    interrupted = bool(state and state.status == "switching" and not owner_alive(state.owner_pid))
-    if state and state.status == "switching" and not interrupted:
-        summary = f"switching to {state.target} (rigctl pid {state.owner_pid})"
-        return ServingStatus(None, state, record, alive, probe, summary)
-    if interrupted:
+
+    def status(active: str | None, summary: str) -> ServingStatus:
+        return ServingStatus(active, state, record, alive, probe, summary, tuple(notes))
+
+    switching = bool(state and state.status == "switching")
+    if switching and state and owner_alive(state.owner_pid):
+        return status(None, f"switching to {state.target} (rigctl pid {state.owner_pid})")
+    if switching and state:
         seen = (f"a server for {record.profile} is running" + (" and answering" if answering else ", not answering")
                 if record and alive else "no server is running")
-        summary = f"a switch to {state.target} was interrupted (rigctl pid {state.owner_pid} is gone); {seen}"
-        return ServingStatus(None, state, record, alive, probe, summary)
+        return status(None, f"a switch to {state.target} was interrupted (rigctl pid {state.owner_pid} is gone); "
+                            f"{seen}")
     if record and alive and answering:
-        return ServingStatus(record.profile, state, record, alive, probe, f"serving {record.profile} at "
-                             f"{record.base_url}")
+        return status(record.profile, f"serving {record.profile} at {record.base_url}")
     if record and alive:
         why = f"HTTP {probe.status}" if probe and probe.status else (probe.error if probe else "no answer")
-        return ServingStatus(None, state, record, alive, probe, f"{record.profile} is running but not ready ({why})")
-    if state and state.status == "failed":
-        return ServingStatus(None, state, record, alive, probe, f"nothing serves: {state.detail}")
+        return status(None, f"{record.profile} is running but not ready ({why})")
+    if state and state.status in ("failed", "interrupted"):
+        return status(None, f"nothing serves: {state.detail}")
     if record and not alive:
-        return ServingStatus(None, state, record, alive, probe, f"the server for {record.profile} is gone")
-    return ServingStatus(None, state, record, alive, probe, "nothing serves")
+        return status(None, f"the server for {record.profile} is gone")
+    return status(None, "nothing serves")

@@ -1,8 +1,10 @@
 """The switch transaction (see DESIGN.md):
 
-validate -> preflight (GPUs, port, foreign VRAM) -> rig lock -> stop -> start -> follow the
-boot until really ready -> record. On failure: classify the cause from the log, stop what
-is left, start the last good profile again and wait until it is ready, report both.
+validate -> checks that need nothing running -> rig lock -> read what runs *now* ->
+refusals (port, foreign VRAM) -> stop -> start -> follow the boot until really ready ->
+record. On any failure after the stop (an exit, an error line, a timeout, a launcher
+that raised, Ctrl-C): stop what is left, start the last good profile again with its own
+time budget, and report both. The state file never says "switching" once this returns.
 """
 
 from __future__ import annotations
@@ -11,26 +13,25 @@ import os
 import time
 from dataclasses import dataclass
 
+from rigctl.engine.bootlog import Failure
 from rigctl.errors import ExitCode
-from rigctl.profiles.validate import gpus_needed, resolve_settings
-from rigctl.serve.bootwatch import BootResult
-from rigctl.serve.control import (
-    ServeContext,
-    boot,
-    boot_timeout,
-    foreign_vram,
-    port_holder,
-    prepare,
-    running_server,
-    stop_server,
-)
+from rigctl.jsonio import DamagedFile
+from rigctl.profiles.schema import Profile
+from rigctl.profiles.validate import resolve_settings
+from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.serve import preflight
+from rigctl.serve.bootwatch import BootResult, not_started
+from rigctl.serve.control import ServeContext, boot, boot_timeout, prepare, rollback_timeout, stop_server
+from rigctl.serve.launchers import StopFailed
 from rigctl.serve.lock import RigLock
+from rigctl.serve.record import read_record
 from rigctl.serve.state import ActiveState, read_state, write_state
+from rigctl.serve.status import RunningServer, find_running
 
 
 @dataclass(frozen=True)
 class SwitchOutcome:
-    status: str  # switched | rolled_back | rollback_failed | failed | refused
+    status: str  # switched | rolled_back | rollback_failed | failed | refused | stopped | interrupted
     target: str
     exit_code: ExitCode
     message: str
@@ -39,65 +40,143 @@ class SwitchOutcome:
     rollback_profile: str | None = None
 
 
-def _state(status: str, profile: str | None, last_good: str | None, detail: str = "", target: str | None = None,
-           owner: int | None = None) -> None:
-    write_state(ActiveState(profile=profile, last_good=last_good, status=status, since=time.time(), detail=detail,
-                            target=target, owner_pid=owner))
+def _state(ctx: ServeContext, status: str, profile: str | None, last_good: str | None, detail: str = "",
+           target: str | None = None, owner: int | None = None) -> bool:
+    """Write the state file; a failure is said (the server record stays the truth) but never raised."""
+    try:
+        write_state(ActiveState(profile=profile, last_good=last_good, status=status, since=time.time(),
+                                detail=detail, target=target, owner_pid=owner))
+        return True
+    except OSError as exc:
+        ctx.say("warning", f"the state file could not be written ({exc.strerror or exc}): rigctl status may lag")
+        return False
+
+
+def _previous_state(ctx: ServeContext) -> ActiveState | None:
+    try:
+        return read_state()
+    except DamagedFile as exc:
+        ctx.say("warning", f"{exc}; it will be rewritten")
+        return None
+
+
+def _refused(ctx: ServeContext, target: str, reason: str, running: str | None) -> SwitchOutcome:
+    message = f"not switched: {reason}; " + (f"{running} keeps serving" if running else "nothing was started")
+    ctx.say("failure", message, target)
+    return SwitchOutcome("refused", target, ExitCode.ROLLED_BACK if running else ExitCode.FAILURE, message)
 
 
 def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, rollback: bool = True,
-           lock_wait: float | None = None) -> SwitchOutcome:
+           lock_wait: float | None = None, force: bool = False) -> SwitchOutcome:
     profile, spec = prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
     settings, _ = resolve_settings(profile, ctx.table)
-    record, launcher = running_server(ctx)
-    if not (record and record.port == spec.port):
-        holder = port_holder(spec.host, spec.port)
-        if holder:
-            message = (f"not switched: port {spec.port} is held by {holder}; "
-                       + (f"{record.profile} keeps serving" if record else "nothing was started"))
-            ctx.say("failure", message, target)
-            return SwitchOutcome("refused", target, ExitCode.ROLLED_BACK if record else ExitCode.FAILURE, message)
-    for note in foreign_vram(ctx, gpus_needed(settings)):
-        ctx.say("warning", note, target)
+    refusal = preflight.before_lock(ctx, spec)
+    if refusal:
+        return _refused(ctx, target, refusal.reason, _serving_name())
     with RigLock(f"switch to {target}", ctx.settings.lock_wait if lock_wait is None else lock_wait):
-        state = read_state()
+        running = find_running(ctx.settings, ctx.launcher)  # read under the lock: a queued switch sees now
+        for note in running.notes:
+            ctx.say("warning", note, target)
+        record = running.record
+        refusal = preflight.after_lock(ctx, spec, settings, record, force)
+        if refusal:
+            return _refused(ctx, target, refusal.reason, record.profile if record else None)
+        state = _previous_state(ctx)
         last_good = (record.profile if record else None) or (state.last_good if state else None)
-        _state("switching", None, last_good, f"switching to {target}", target, os.getpid())
-        if record and launcher:
-            stop_server(ctx, record, launcher)
-        attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, timeout))
-        if attempt.ok:
-            _state("serving", target, target, f"switched to {target} in {attempt.seconds:.1f} s")
-            message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt)
-            ctx.say("outcome", message, target)
-            return SwitchOutcome("switched", target, ExitCode.OK, message, attempt)
-        failure = attempt.failure
-        why = f"{target} failed: {failure.summary if failure else 'unknown'}"
-        ctx.say("failure", why + (f"\n  {failure.line}" if failure and failure.line else ""), target)
-        if not rollback or not last_good or last_good == target:
-            reason = "rollback disabled" if not rollback else "no previous profile to roll back to"
-            _state("failed", None, last_good, f"{why}; {reason}")
-            return SwitchOutcome("failed", target, ExitCode.ROLLBACK_FAILED, f"{why}; {reason}; nothing serves",
-                                 attempt)
-        ctx.say("step", f"rolling back to {last_good}", last_good)
+        if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
+            return _refused(ctx, target, "the state file cannot be written", record.profile if record else None)
         try:
-            previous, previous_spec = prepare(ctx, last_good)
-            again = boot(ctx, previous, previous_spec, boot_timeout(ctx, previous, timeout))
-        except Exception as exc:  # the last good profile itself may have become invalid on disk
-            _state("failed", None, last_good, f"{why}; rollback to {last_good} impossible: {exc}")
-            return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED,
-                                 f"{why}; rollback to {last_good} impossible: {exc}", attempt,
-                                 rollback_profile=last_good)
-        if again.ok:
-            message = f"{why}; rolled back: {last_good} serves again"
-            _state("serving", last_good, last_good, message)
-            ctx.say("outcome", message, last_good)
-            return SwitchOutcome("rolled_back", target, ExitCode.ROLLED_BACK, message, attempt, again, last_good)
-        second = again.failure.summary if again.failure else "unknown"
-        message = f"{why}; rollback to {last_good} failed too: {second}; nothing serves"
-        _state("failed", None, last_good, message)
+            return _transaction(ctx, profile, spec, running, last_good, timeout, rollback)
+        except KeyboardInterrupt:
+            return _left(ctx, target, last_good)
+
+
+def _serving_name() -> str | None:
+    try:
+        record = read_record()
+    except DamagedFile:
+        return None
+    return record.profile if record else None
+
+
+def _transaction(ctx: ServeContext, profile: Profile, spec: LaunchSpec, running: RunningServer,
+                 last_good: str | None, timeout: float | None, rollback: bool) -> SwitchOutcome:
+    target = profile.name
+    record, launcher = running.record, running.launcher
+    ctx.interrupt.touched = True
+    if record and launcher:
+        try:
+            stop_server(ctx, record, launcher)
+        except StopFailed as exc:
+            message = f"{target} was not started: {record.profile} could not be stopped: {exc}"
+            _state(ctx, "failed", None, last_good, message)
+            ctx.say("failure", message, target)
+            return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message)
+    if ctx.interrupt.requested.is_set():
+        attempt = not_started(target, Failure("interrupted", "interrupted by Ctrl-C before it started", ""))
+    else:
+        attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, timeout))
+    if attempt.ok:
+        message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt)
+        _state(ctx, "serving", target, target, message)
+        ctx.say("outcome", message, target)
+        return SwitchOutcome("switched", target, ExitCode.OK, message, attempt)
+    failure = attempt.failure
+    why = f"{target} failed: {failure.summary if failure else 'unknown'}"
+    ctx.say("failure", why + (f"\n  {failure.line}" if failure and failure.line else ""), target)
+    if not rollback or not last_good or last_good == target:
+        reason = "rollback disabled" if not rollback else (
+            "no previous profile to roll back to" if not last_good else "it was the profile that served")
+        message = f"{why}; {reason}; nothing serves"
+        _state(ctx, "failed", None, last_good, message)
+        return SwitchOutcome("failed", target, ExitCode.ROLLBACK_FAILED, message, attempt)
+    return _roll_back(ctx, target, why, attempt, last_good)
+
+
+def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, last_good: str) -> SwitchOutcome:
+    if ctx.interrupt.requested.is_set():
+        ctx.say("step", f"Ctrl-C: rolling back to {last_good} (Ctrl-C again to leave at once)", last_good)
+    ctx.interrupt.requested.clear()  # the first Ctrl-C was for the new boot, not for the rollback
+    ctx.say("step", f"rolling back to {last_good}", last_good)
+    try:
+        previous, previous_spec = prepare(ctx, last_good)
+    except Exception as exc:  # the last good profile itself may have become invalid on disk
+        message = f"{why}; rollback to {last_good} impossible: {exc}; nothing serves"
+        _state(ctx, "failed", None, last_good, message)
         ctx.say("failure", message, last_good)
-        return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message, attempt, again, last_good)
+        return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message, attempt,
+                             rollback_profile=last_good)
+    refusal = preflight.before_lock(ctx, previous_spec)
+    if refusal:
+        again = not_started(last_good, Failure("launch", refusal.reason, ""))
+    else:
+        again = boot(ctx, previous, previous_spec, rollback_timeout(ctx, previous))
+    if again.ok:
+        message = f"{why}; rolled back: {last_good} serves again"
+        _state(ctx, "serving", last_good, last_good, message)
+        ctx.say("outcome", message, last_good)
+        return SwitchOutcome("rolled_back", target, ExitCode.ROLLED_BACK, message, attempt, again, last_good)
+    second = again.failure.summary if again.failure else "unknown"
+    message = f"{why}; rollback to {last_good} failed too: {second}; nothing serves"
+    _state(ctx, "failed", None, last_good, message)
+    ctx.say("failure", message, last_good)
+    return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message, attempt, again, last_good)
+
+
+def _left(ctx: ServeContext, target: str, last_good: str | None) -> SwitchOutcome:
+    """A second Ctrl-C: leave now, and say exactly what is left behind."""
+    try:
+        record = read_record()
+    except (DamagedFile, OSError):
+        record = None
+    if record is not None:
+        left = (f"the server for {record.profile} (pid {record.pid}) is still starting, unsupervised; it is recorded, "
+                f"so `rigctl status` shows when it answers and `rigctl stop` stops it")
+    else:
+        left = "no server runs"
+    message = f"left at the second Ctrl-C during the switch to {target}: {left}"
+    _state(ctx, "interrupted", None, last_good, message)
+    return SwitchOutcome("interrupted", target, ExitCode.ROLLBACK_FAILED, message)
 
 
 def _pool(result: BootResult) -> str:
@@ -110,11 +189,12 @@ def _pool(result: BootResult) -> str:
 
 def start(ctx: ServeContext, name: str | None, timeout: float | None = None) -> SwitchOutcome:
     """Boot a profile when nothing serves (default: the last good one)."""
-    record, _ = running_server(ctx)
-    if record:
+    running = find_running(ctx.settings, ctx.launcher)
+    if running.record:
+        record = running.record
         message = f"{record.profile} is already running (pid {record.pid}); use switch or restart"
         return SwitchOutcome("refused", name or record.profile, ExitCode.FAILURE, message)
-    state = read_state()
+    state = _previous_state(ctx)
     target = name or (state.last_good if state else None)
     if not target:
         return SwitchOutcome("refused", "", ExitCode.BAD_INPUT, "no profile given and none served before")
@@ -122,13 +202,22 @@ def start(ctx: ServeContext, name: str | None, timeout: float | None = None) -> 
 
 
 def stop(ctx: ServeContext) -> SwitchOutcome:
-    record, launcher = running_server(ctx)
-    state = read_state()
-    last_good = state.last_good if state else None
-    if not record or not launcher:
-        _state("stopped", None, last_good, "nothing was running")
-        return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running")
-    with RigLock(f"stop {record.profile}", ctx.settings.lock_wait):
-        stop_server(ctx, record, launcher)
-        _state("stopped", None, last_good or record.profile, f"stopped {record.profile}")
+    with RigLock("stop", ctx.settings.lock_wait):
+        running = find_running(ctx.settings, ctx.launcher)  # under the lock: never a switch's half-state
+        for note in running.notes:
+            ctx.say("warning", note)
+        state = _previous_state(ctx)
+        last_good = state.last_good if state else None
+        record, launcher = running.record, running.launcher
+        if not record or not launcher:
+            _state(ctx, "stopped", None, last_good, "nothing was running")
+            return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running")
+        ctx.interrupt.touched = True
+        try:
+            stop_server(ctx, record, launcher)
+        except StopFailed as exc:
+            message = f"{record.profile} could not be stopped: {exc}"
+            _state(ctx, "failed", None, last_good or record.profile, message)
+            return SwitchOutcome("failed", record.profile, ExitCode.FAILURE, message)
+        _state(ctx, "stopped", None, last_good or record.profile, f"stopped {record.profile}")
     return SwitchOutcome("stopped", record.profile, ExitCode.OK, f"stopped {record.profile}")

@@ -173,7 +173,8 @@ def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engi
     names = getattr(ns, "served_model_name", None) or [cfg.model]
     server.served_names = [str(n) for n in names]
     server.max_model_len = plan0.max_model_len
-    server.api_keys = [str(k) for k in (getattr(ns, "api_key", None) or [])]
+    # as vLLM: --api-key wins, else VLLM_API_KEY from the environment
+    server.api_keys = [str(k) for k in (getattr(ns, "api_key", None) or [os.environ.get("VLLM_API_KEY")]) if k]
     quiet = getattr(ns, "disable_access_log_for_endpoints", None) or ""
     server.quiet_paths = {p.strip() for p in str(quiet).split(",") if p.strip()}
     server.started, server.created = time.time(), int(time.time())

@@ -14,15 +14,16 @@ from textual.worker import Worker, get_current_worker
 
 from rigctl.alerts import Alert, AlertTracker
 from rigctl.config import Settings, load_settings, save_setting
-from rigctl.engine.poller import EnginePoller, EngineState
+from rigctl.engine.poller import EngineState
 from rigctl.errors import RigctlError
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
+from rigctl.jsonio import DamagedFile
+from rigctl.monitor import Monitor
 from rigctl.serve import switch as transaction
-from rigctl.serve.bootwatch import Event
 from rigctl.serve.control import ServeContext
 from rigctl.serve.record import read_record
-from rigctl.serve.status import ServingStatus, observe
+from rigctl.serve.status import ServingStatus
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
@@ -31,12 +32,10 @@ from rigctl.tui.screens.help import HelpScreen, help_rows
 from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
-from rigctl.tui.widgets.log_tail import TailReader
 
 SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen}
 SIXTEEN_COLOURS = ("standard", "windows")  # Rich's names for 8/16-colour terminals
 ANSI_THEME = "ansi-dark"  # drawn with the terminal's own palette
-OBSERVE_EVERY = 5  # ticks between full checks of what serves while nothing changes
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
 
@@ -71,16 +70,11 @@ class RigApp(App[None]):
         self._poll_loop_worker: Worker[None] | None = None
         self._tick_worker: Worker[None] | None = None
         self._wake = threading.Event()
-        self._serving: ServingStatus | None = None
-        self._observe_key: object = None
-        self._observe_tick = 0
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0
         self._saved_theme = self.settings.theme
-        self.engine_poller = EnginePoller()
+        self.monitor = Monitor(sampler, self.settings)
         self.alerts = AlertTracker()
-        self._last_rig = None
-        self._tail_reader: TailReader | None = None
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
         self.profiles = ProfilesScreen(sampler.info)
@@ -105,6 +99,7 @@ class RigApp(App[None]):
 
     def on_unmount(self) -> None:
         self._wake.set()  # the poll loop sees it is cancelled now, not at its next tick
+        self.monitor.close()
 
     # -- theme -------------------------------------------------------------------------
 
@@ -132,8 +127,9 @@ class RigApp(App[None]):
         self.notify(f"theme {theme.name} saved to {path}", timeout=3)
 
     # -- polling ---------------------------------------------------------------------
-    # One long-lived thread samples the GPUs and scrapes /metrics, then posts one message per
-    # tick, so the screen repaints once a second. A worker per poll cost more than the poll
+    # One long-lived thread samples the GPUs each tick and posts one message, so the screen
+    # repaints once a second; the monitor polls the engine beside it (rigctl/monitor.py), and
+    # a tick carries whatever that poll finished. A worker per poll cost more than the poll
     # (its state messages and a second repaint); see benchmarks/bench_tui.py.
 
     def poll_now(self) -> None:
@@ -145,7 +141,9 @@ class RigApp(App[None]):
 
     @work(thread=True, group="poll", exit_on_error=False, description="Sampling the GPUs and /metrics")
     def _one_tick(self) -> None:
-        self._tick(engine_due=True)
+        engine, serving = self.monitor.poll_engine_now()
+        tick = self.monitor.tick(False, self.dashboard.tail_reader)
+        self.post_message(Polled(tick.rig, engine, serving, list(tick.errors), tick.log))
 
     @work(thread=True, group="poll-loop", exit_on_error=False, description="Sampling the GPUs and /metrics")
     def _poll_loop(self, interval: float, metrics_interval: float) -> None:
@@ -158,52 +156,9 @@ class RigApp(App[None]):
             engine_due = woken or started >= next_engine
             if engine_due:
                 next_engine = started + metrics_interval - 0.05
-            self._tick(engine_due)
+            tick = self.monitor.tick(engine_due, self.dashboard.tail_reader)
+            self.post_message(Polled(tick.rig, tick.engine, tick.serving, list(tick.errors), tick.log))
             self._wake.wait(max(0.05, interval - (time.monotonic() - started)))
-
-    def _tick(self, engine_due: bool) -> None:
-        """One sample of everything, posted as one message; a failing half never stops the other."""
-        rig = engine = serving = None
-        errors: list[tuple[str, str]] = []
-        try:
-            rig = self.sampler.snapshot()
-            self._last_rig = rig
-        except Exception as exc:  # a poll never takes the app down; it marks the view stale
-            errors.append(("rig", f"{type(exc).__name__}: {exc}"))
-        if engine_due:
-            try:
-                engine = self.engine_poller.poll(self._last_rig.samples if self._last_rig else ())
-                serving = self._observe(engine)
-            except Exception as exc:  # never fatal: the panel says what went wrong
-                errors.append(("engine", f"{type(exc).__name__}: {exc}"))
-        self.post_message(Polled(rig, engine, serving, errors, self._read_tail(errors)))
-
-    def _read_tail(self, errors: list[tuple[str, str]]) -> tuple[TailReader, str | None, list[str]] | None:
-        """The dashboard tail's new lines, read in the same tick, so one repaint shows them."""
-        reader = self.dashboard.tail_reader  # None while the tail is hidden
-        if reader is not self._tail_reader:
-            if self._tail_reader is not None:
-                self._tail_reader.close()  # closed here: this thread is the one that reads it
-            self._tail_reader = reader
-        if reader is None or reader.broken:
-            return None
-        try:
-            title, lines = reader.read()
-        except Exception as exc:  # the tail is never worth a failed tick: said once, then left alone
-            reader.broken = True
-            errors.append(("log tail", f"{type(exc).__name__}: {exc}"))
-            return None
-        return (reader, title, lines) if title is not None or lines else None
-
-    def _observe(self, engine: EngineState) -> ServingStatus:
-        """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY ticks and
-        at once whenever the engine's answer changes (down, up, another server)."""
-        key = (engine.record, engine.error is None, engine.probe.healthy if engine.probe else None)
-        self._observe_tick += 1
-        if self._serving is None or key != self._observe_key or self._observe_tick >= OBSERVE_EVERY:
-            self._serving = observe(self.settings, probe=engine.probe)
-            self._observe_key, self._observe_tick = key, 0
-        return self._serving
 
     def on_polled(self, message: Polled) -> None:
         with self.batch_update():  # one repaint for the whole tick
@@ -214,7 +169,7 @@ class RigApp(App[None]):
             if message.engine is not None and message.serving is not None:
                 self._engine_sampled(message.engine, message.serving)
             if message.log is not None:
-                self.dashboard.show_log(*message.log)  # type: ignore[arg-type]
+                self.dashboard.show_log(*message.log)
 
     def _rig_sampled(self, snapshot: RigSnapshot) -> None:
         if self._rig_failing:
@@ -271,7 +226,11 @@ class RigApp(App[None]):
 
     def _served_profile(self, verb: str) -> str | None:
         """The profile of the server rigctl started, if there is one to `verb` now."""
-        record = read_record()
+        try:
+            record = read_record()
+        except DamagedFile as exc:
+            self.notify(f"nothing to {verb}: {exc}", severity="warning")
+            return None
         if record is None:
             self.notify(f"nothing to {verb}: no server started by rigctl (p, then s, starts one)",
                         severity="warning")
@@ -319,7 +278,7 @@ class RigApp(App[None]):
         self.post_message(SwitchFinished(name, outcome))
 
     def on_switch_progress(self, message: SwitchProgress) -> None:
-        event: Event = message.event  # type: ignore[assignment]
+        event = message.event
         if self.boot is not None and not self.boot.done:
             self.boot.add_event(event.kind, event.text, event.profile, event.seconds)
 

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigSnapshot
+from rigctl.serve.bootwatch import Event
+from rigctl.serve.logtail import TailReader
+from rigctl.serve.status import ServingStatus
+from rigctl.serve.switch import SwitchOutcome
 
 
 class Polled(Message):
     """One tick of the poll loop: the rig (None if it failed), the engine and what serves (None
-    when the engine was not due or failed), and what failed. Coalesces: a newer tick replaces an
-    older one the app has not handled yet."""
+    when no engine poll finished since the last tick), and what failed. Coalesces: a newer tick
+    replaces an older one the app has not handled yet."""
 
-    def __init__(self, rig: RigSnapshot | None, engine: object | None, serving: object | None,
-                 errors: list[tuple[str, str]], log: tuple[object, str | None, list[str]] | None = None) -> None:
+    def __init__(self, rig: RigSnapshot | None, engine: EngineState | None, serving: ServingStatus | None,
+                 errors: list[tuple[str, str]], log: tuple[TailReader, str | None, list[str]] | None = None) -> None:
         super().__init__()
         self.rig = rig
         self.engine = engine
@@ -29,13 +34,13 @@ class Polled(Message):
 class SwitchProgress(Message):
     """One event of a switch running in a worker (phase, step, log line, failure)."""
 
-    def __init__(self, event: object) -> None:
+    def __init__(self, event: Event) -> None:
         super().__init__()
         self.event = event
 
 
 class SwitchFinished(Message):
-    def __init__(self, target: str, outcome: object | None, error: str | None = None) -> None:
+    def __init__(self, target: str, outcome: SwitchOutcome | None, error: str | None = None) -> None:
         super().__init__()
         self.target = target
         self.outcome = outcome

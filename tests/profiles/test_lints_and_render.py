@@ -115,13 +115,22 @@ def test_tables_lists_and_order(store, table, user_dir: Path) -> None:
     vllm_parser.parse(argv[2:])
 
 
-def test_secrets_are_redacted_for_display_only(store, table, user_dir: Path) -> None:
-    write(user_dir, "secret", HEAD + 'api_key = "sk-live-123"\n[env]\nHF_TOKEN = "hf_abc"\nVLLM_LOGGING_LEVEL = "DEBUG"\n')
+def test_secrets_go_through_the_environment_and_are_redacted_for_display(store, table, user_dir: Path) -> None:
+    write(user_dir, "secret", HEAD + 'api_key = "sk-live-123"\nhf_token = "-hf-dash"\n[env]\n'
+          'MY_TOKEN = "hf_abc"\nVLLM_LOGGING_LEVEL = "DEBUG"\n')
     spec = render(store.load("secret"), table)
-    assert "sk-live-123" in spec.argv and spec.env["HF_TOKEN"] == "hf_abc"
+    assert not any("sk-live-123" in a or "-hf-dash" in a for a in spec.argv)  # not in `ps`
+    assert spec.env["VLLM_API_KEY"] == "sk-live-123" and spec.env["HF_TOKEN"] == "-hf-dash"
     shown = spec.display()
-    assert "sk-live-123" not in shown and "hf_abc" not in shown
-    assert "HF_TOKEN='***'" in shown and "--api-key '***'" in shown and "VLLM_LOGGING_LEVEL=DEBUG" in shown
+    assert "sk-live-123" not in shown and "hf_abc" not in shown and "-hf-dash" not in shown
+    assert "VLLM_API_KEY='***'" in shown and "MY_TOKEN='***'" in shown and "VLLM_LOGGING_LEVEL=DEBUG" in shown
+
+
+def test_several_api_keys_stay_on_the_command_line_and_are_redacted(store, table, user_dir: Path) -> None:
+    write(user_dir, "keys", HEAD + 'api_key = ["sk-a", "sk-b"]\n')
+    spec = render(store.load("keys"), table)
+    assert spec.argv[spec.argv.index("--api-key") + 1:][:2] == ("sk-a", "sk-b")  # VLLM_API_KEY holds one
+    assert spec.redacted_argv()[spec.argv.index("--api-key") + 1:][:2] == ["***", "***"]
 
 
 def test_invalid_profile_does_not_render(store, table, user_dir: Path) -> None:

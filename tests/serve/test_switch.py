@@ -21,6 +21,7 @@ from rigctl.profiles.schema import ProfileError
 from rigctl.serve import history
 from rigctl.serve import switch as transaction
 from rigctl.serve.lock import RigBusyError
+from rigctl.serve.record import read_record
 from rigctl.serve.state import read_state
 from tests.support.serving import add_profile
 
@@ -75,18 +76,24 @@ def test_max_model_len_failure_names_the_suggested_length(ctx, profiles: Path, p
     assert f"set max_model_len to {failure.estimated_max_len:,} or less" in failure.suggestion
 
 
-def test_foreign_vram_fails_the_greedy_profile_and_the_modest_one_returns(ctx, profiles: Path, port: int) -> None:
+def test_foreign_vram_refuses_the_greedy_profile_before_stopping_and_force_rolls_back(ctx, profiles: Path,
+                                                                                       port: int) -> None:
     add_profile(profiles, "modest", "gpu_memory_utilization = 0.80\n", port)
     add_profile(profiles, "greedy", "gpu_memory_utilization = 0.95\n", port)
     assert transaction.switch(ctx, "modest").status == "switched"
+    pid_before = read_record().pid
     squatter = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         write_claim(default_claims_dir(), squatter.pid, [{"gpu": 0, "memory_bytes": 3000 * MIB, "title": None,
                                                           "load": 0.0}])
         outcome = transaction.switch(ctx, "greedy")
-        assert outcome.attempt.failure.cause == "foreign_vram"
-        assert any(e.kind == "warning" and "3,000 MiB held by python" in e.text for e in ctx.events)
-        assert outcome.status == "rolled_back" and serves(port)[0] == "qwen3.6-27b"
+        assert outcome.status == "refused" and outcome.exit_code is ExitCode.ROLLED_BACK
+        assert "modest keeps serving" in outcome.message and f"pid {squatter.pid}, 2.9 GiB" in outcome.message
+        assert "gpu_memory_utilization 0.95 asks for 22.8 of its 24.0 GiB" in outcome.message
+        assert read_record().pid == pid_before  # never stopped
+        forced = transaction.switch(ctx, "greedy", force=True)
+        assert forced.attempt.failure.cause == "foreign_vram"
+        assert forced.status == "rolled_back" and serves(port)[0] == "qwen3.6-27b"
     finally:
         squatter.kill()
         squatter.wait()

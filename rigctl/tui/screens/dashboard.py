@@ -16,7 +16,8 @@ from rigctl.serve.status import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar
-from rigctl.tui.widgets.log_tail import LogTail, TailReader
+from rigctl.serve.logtail import TailReader
+from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel
 

@@ -28,8 +28,8 @@ def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str,
     """The panel's text, line by line (pure: tested without a screen)."""
     snap, f = state.snapshot, state.figures
     probe = state.probe
-    profile = serving.active_profile if serving and serving.active_profile else (state.record.profile
-                                                                                 if state.record else None)
+    profile = serving.active_profile if serving and serving.active_profile else (state.target.label
+                                                                                 if state.target else None)
     model = ", ".join(probe.models) if probe and probe.models else (", ".join(snap.model_names) if snap else "n/a")
     max_len = probe.max_model_len if probe and probe.max_model_len else None
     title = f"{model} · {profile or 'no profile'} · max_model_len {fmt.count(max_len)}"

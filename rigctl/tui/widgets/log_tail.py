@@ -1,14 +1,11 @@
-"""A followed server log: a title and a view, fed by a TailReader while shown.
+"""A followed server log: a title and a view, fed by a TailReader (serve/logtail.py) while shown.
 
 Full-screen with scrollback on the log screen (ServerLog), read by a thread of its own; a
-tail of what fits on a tall dashboard (TailView), read by the app's poll loop in the same
-tick as the GPUs and /metrics, so the dashboard still repaints once a second. Reads batch:
-at most BATCH lines each, so a flood shows its newest lines and the file keeps the rest.
+tail of what fits on a tall dashboard (TailView), read by the monitor in the same tick as
+the GPUs, so the dashboard still repaints once a second.
 """
 
 from __future__ import annotations
-
-import re
 
 from textual import work
 from textual.app import ComposeResult
@@ -17,58 +14,15 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from rigctl.config import Settings
-from rigctl.serve.launchers import LogFollower, launcher_for
-from rigctl.serve.logfollow import FileFollower
-from rigctl.serve.record import ServerRecord, read_record
+from rigctl.serve.logtail import TailReader
 from rigctl.tui.messages import LogLines
 from rigctl.tui.widgets.server_log import ServerLog
 from rigctl.tui.widgets.tail_view import TailView
 
-BATCH = 2000
-BACKLOG_BYTES = 256 * 1024  # where a viewer starts in a long log: far more than a screen of lines
-# uvicorn's access lines for what rigctl itself asks every second: noise in a tail that is
-# there to show what vLLM says. The log screen and the file keep them.
-OWN_POLLS = re.compile(r'"GET /(?:metrics|health|v1/models|version) HTTP/1\.[01]" 200')
 # Seconds between reads. Each read that finds lines scrolls and repaints the visible tail,
 # so this sets the tail's CPU cost beside vLLM (benchmarks/bench_tui.py): a panel on the
 # dashboard reads once a second, like everything else there; the log screen twice.
 SCREEN_READ_EVERY = 0.5
-
-
-class TailReader:
-    """What the log of the server rigctl started says next; follows the next server's log
-    when the state file names another one. Not thread-safe: one reader thread at a time."""
-
-    def __init__(self, settings: Settings, hide_own_polls: bool = False) -> None:
-        self.settings = settings
-        self.hide_own_polls = hide_own_polls
-        self._record: ServerRecord | None = None
-        self._follower: LogFollower | None = None
-        self._started = False
-        self.broken = False  # set by a reader that hit an error: it reads no more
-
-    def read(self) -> tuple[str | None, list[str]]:
-        """(a new title when the followed log changed, else None; the new lines, at most BATCH)."""
-        title = None
-        current = read_record()
-        if current != self._record or not self._started:
-            self._started = True
-            self.close()
-            self._record = current
-            self._follower = launcher_for(current, self.settings).follower(current) if current else None
-            if isinstance(self._follower, FileFollower):
-                self._follower.skip_to_tail(BACKLOG_BYTES)
-            title = (f"server log: {current.log_path or current.launcher}" if current else
-                     "server log: no server started by rigctl yet")
-        lines = self._follower.read_new() if self._follower else []
-        if lines and self.hide_own_polls:
-            lines = [line for line in lines if not OWN_POLLS.search(line)]
-        return title, lines[-BATCH:]
-
-    def close(self) -> None:
-        if self._follower:
-            self._follower.close()
-            self._follower = None
 
 
 class LogTail(Vertical):

@@ -1,0 +1,119 @@
+"""JSON in and out of rigctl's own files and outputs.
+
+Out: strict JSON (a NaN or an infinity becomes null, never a bare `NaN` that `jq` rejects).
+In: a state file is read into its dataclass with every field's type checked, so a damaged
+or hand-edited file is reported as damaged (with its path), never a TypeError later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rigctl.errors import RigctlError
+
+T = TypeVar("T")
+
+
+class DamagedFile(RigctlError):
+    """One of rigctl's files exists but cannot be used as it is."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: damaged ({reason})")
+        self.path = path
+        self.reason = reason
+
+
+def finite(value: Any) -> Any:
+    """`value` with every non-finite float replaced by None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def dumps(value: Any, indent: int | None = None, sort_keys: bool = False) -> str:
+    return json.dumps(finite(value), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def read_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`; None when there is no file; DamagedFile otherwise."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DamagedFile(path, getattr(exc, "strerror", None) or str(exc)) from exc
+    if not text.strip():
+        raise DamagedFile(path, "empty")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise DamagedFile(path, f"not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DamagedFile(path, f"a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _matches(value: Any, kind: Any) -> bool:
+    origin = typing.get_origin(kind)
+    if kind is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, k) for k in typing.get_args(kind))
+    if kind is type(None):
+        return value is None
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (tuple, list):
+        inner = typing.get_args(kind)
+        return isinstance(value, list) and all(_matches(v, inner[0]) for v in value) if inner else isinstance(value,
+                                                                                                             list)
+    if origin is dict:
+        return isinstance(value, dict)
+    return isinstance(value, kind)
+
+
+def build(cls: type[T], data: dict[str, Any], path: Path) -> T:
+    """An instance of dataclass `cls` from `data`: unknown keys are ignored, missing keys take
+    their defaults, and a missing required key or a value of the wrong type is DamagedFile."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise DamagedFile(path, f"no {f.name!r}")
+            continue
+        value = data[f.name]
+        if not _matches(value, hints[f.name]):
+            raise DamagedFile(path, f"{f.name!r} is {json.dumps(value)[:40]}, not {_describe(hints[f.name])}")
+        if isinstance(value, list) and _wants_tuple(hints[f.name]):
+            value = tuple(value)
+        values[f.name] = float(value) if hints[f.name] is float else value
+    return cls(**values)
+
+
+def _wants_tuple(kind: Any) -> bool:
+    if typing.get_origin(kind) is tuple:
+        return True
+    return typing.get_origin(kind) in (typing.Union, types.UnionType) and any(
+        typing.get_origin(k) is tuple for k in typing.get_args(kind))
+
+
+def _describe(kind: Any) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null"}
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return " or ".join(_describe(k) for k in typing.get_args(kind))
+    if typing.get_origin(kind) in (tuple, list):
+        return "a list"
+    return names.get(kind, getattr(kind, "__name__", str(kind)))

@@ -1,0 +1,172 @@
+"""The dashboard's poll loop without Textual: the GPUs on their own cadence, the engine beside.
+
+`Monitor.tick()` samples the rig and returns at once with whatever the engine poll last
+finished; the engine (/metrics, /health, what serves) is polled by a thread of its own, so
+a vLLM that accepts connections and never answers cannot make the GPU cards stale. A poll
+that is still in flight when the next one is due is skipped, never stacked. The TUI turns
+each Tick into one message and one repaint.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from rigctl.config import Settings
+from rigctl.engine.client import Probe
+from rigctl.engine.poller import EnginePoller, EngineState, Endpoint
+from rigctl.gpu.model import RigSnapshot
+from rigctl.gpu.sampler import RigSampler
+from rigctl.jsonio import DamagedFile
+from rigctl.serve.logtail import TailReader
+from rigctl.serve.record import ServerRecord, read_record
+from rigctl.serve.launchers import launcher_for
+from rigctl.serve.status import ServingStatus, observe
+
+OBSERVE_EVERY = 5  # engine polls between full checks of what serves while nothing changes
+ENGINE_WAIT = 0.25  # s a tick waits for the engine poll it just asked for (a local scrape takes ms)
+
+
+@dataclass(frozen=True)
+class Tick:
+    rig: RigSnapshot | None  # None when sampling failed (see errors)
+    engine: EngineState | None  # a poll that finished since the last tick, else None
+    serving: ServingStatus | None
+    errors: tuple[tuple[str, str], ...] = ()  # (source, message)
+    log: tuple[TailReader, str | None, list[str]] | None = None  # the tail's reader, a new title, new lines
+
+
+class Monitor:
+    def __init__(self, sampler: RigSampler, settings: Settings) -> None:
+        self.sampler = sampler
+        self.settings = settings
+        self.engine_poller = EnginePoller()
+        self._last_rig: RigSnapshot | None = None
+        self._lock = threading.Lock()
+        self._wanted = threading.Event()
+        self._done = threading.Event()
+        self._closed = threading.Event()
+        self._busy = False
+        self._finished: tuple[EngineState, ServingStatus] | None = None
+        self._engine_errors: list[tuple[str, str]] = []
+        self._thread: threading.Thread | None = None
+        self._serving: ServingStatus | None = None
+        self._observe_key: object = None
+        self._observe_count = 0
+        self._endpoint_for: tuple[ServerRecord | None, Endpoint | None] = (None, None)
+        self._tail: TailReader | None = None
+
+    # -- the tick ------------------------------------------------------------------
+
+    def tick(self, engine_due: bool, tail: TailReader | None = None) -> Tick:
+        """One rig sample now; an engine poll asked for (unless one is in flight); what the engine
+        thread finished since the last tick; the tail's new lines."""
+        errors: list[tuple[str, str]] = []
+        rig = None
+        try:
+            rig = self.sampler.snapshot()
+            self._last_rig = rig
+        except Exception as exc:  # a poll never takes the app down; the view goes stale
+            errors.append(("rig", f"{type(exc).__name__}: {exc}"))
+        if engine_due and self.request_engine():
+            self._done.wait(ENGINE_WAIT)  # fresh figures in this tick when the engine answers at once
+        with self._lock:
+            finished, self._finished = self._finished, None
+            errors += self._engine_errors
+            self._engine_errors = []
+        log = self._read_tail(tail, errors)
+        engine, serving = finished if finished else (None, None)
+        return Tick(rig, engine, serving, tuple(errors), log)
+
+    def request_engine(self) -> bool:
+        """Ask for an engine poll; False (skipped) when one is still in flight."""
+        with self._lock:
+            if self._busy:
+                return False
+            self._busy = True
+            self._done.clear()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._engine_loop, name="rigctl-engine-poll", daemon=True)
+            self._thread.start()
+        self._wanted.set()
+        return True
+
+    def poll_engine_now(self) -> tuple[EngineState, ServingStatus]:
+        """One engine poll in the caller's thread (tests, one-shot tools)."""
+        return self._poll_engine()
+
+    # -- the engine thread ------------------------------------------------------------
+
+    def _engine_loop(self) -> None:
+        while not self._closed.is_set():
+            self._wanted.wait()
+            self._wanted.clear()
+            if self._closed.is_set():
+                return
+            try:
+                result = self._poll_engine()
+                with self._lock:
+                    self._finished = result
+            except Exception as exc:  # never fatal: the panel says what went wrong
+                with self._lock:
+                    self._engine_errors.append(("engine", f"{type(exc).__name__}: {exc}"))
+            finally:
+                with self._lock:
+                    self._busy = False
+                self._done.set()
+
+    def _endpoint(self) -> tuple[Endpoint | None, str | None]:
+        try:
+            record = read_record()
+        except DamagedFile as exc:
+            return None, str(exc)
+        if record is None:
+            return None, None
+        cached_record, endpoint = self._endpoint_for
+        if record != cached_record:  # the API key is read once per server, not every second
+            launcher = launcher_for(record, self.settings)
+            endpoint = Endpoint(record.base_url, record.profile, launcher.api_key(record))
+            self._endpoint_for = (record, endpoint)
+        return endpoint, None
+
+    def _poll_engine(self) -> tuple[EngineState, ServingStatus]:
+        endpoint, problem = self._endpoint()
+        gpus = self._last_rig.samples if self._last_rig else ()
+        state = self.engine_poller.unavailable(problem) if problem else self.engine_poller.poll(endpoint, gpus)
+        return state, self._observe(state)
+
+    def _observe(self, engine: EngineState) -> ServingStatus:
+        """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY polls and
+        at once whenever the engine's answer changes (down, up, another server)."""
+        probe: Probe | None = engine.probe
+        key = (engine.target, engine.error is None, probe.healthy if probe else None)
+        self._observe_count += 1
+        if self._serving is None or key != self._observe_key or self._observe_count >= OBSERVE_EVERY:
+            self._serving = observe(self.settings, probe=probe)
+            self._observe_key, self._observe_count = key, 0
+        return self._serving
+
+    # -- the tail ------------------------------------------------------------------
+
+    def _read_tail(self, reader: TailReader | None, errors: list[tuple[str, str]]) -> \
+            tuple[TailReader, str | None, list[str]] | None:
+        if reader is not self._tail:
+            if self._tail is not None:
+                self._tail.close()  # closed here: this thread is the one that reads it
+            self._tail = reader
+        if reader is None or reader.broken:
+            return None
+        try:
+            title, lines = reader.read()
+        except Exception as exc:  # the tail is never worth a failed tick: said once, then left alone
+            reader.broken = True
+            errors.append(("log tail", f"{type(exc).__name__}: {exc}"))
+            return None
+        return (reader, title, lines) if title is not None or lines else None
+
+    def close(self) -> None:
+        self._closed.set()
+        self._wanted.set()
+        self.engine_poller.close()
+        if self._tail is not None:
+            self._tail.close()

@@ -1,0 +1,61 @@
+"""What the log of the server rigctl started says next: the reader behind the dashboard's
+tail and the log screen. Follows the next server's log when the record names another one;
+every line it hands out is redacted (a vLLM log quotes its own API key in `non-default args`).
+Reads batch: at most BATCH lines each, so a flood shows its newest lines and the file keeps
+the rest.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rigctl.config import Settings
+from rigctl.jsonio import DamagedFile
+from rigctl.redact import redact_lines
+from rigctl.serve.launchers import LogFollower, launcher_for
+from rigctl.serve.logfollow import FileFollower
+from rigctl.serve.record import ServerRecord, read_record
+
+BATCH = 2000
+BACKLOG_BYTES = 256 * 1024  # where a viewer starts in a long log: far more than a screen of lines
+# uvicorn's access lines for what rigctl itself asks every second: noise in a tail that is
+# there to show what vLLM says. The log screen and the file keep them.
+OWN_POLLS = re.compile(r'"GET /(?:metrics|health|v1/models|version) HTTP/1\.[01]" 200')
+
+
+class TailReader:
+    """Not thread-safe: one reader thread at a time."""
+
+    def __init__(self, settings: Settings, hide_own_polls: bool = False) -> None:
+        self.settings = settings
+        self.hide_own_polls = hide_own_polls
+        self._record: ServerRecord | None = None
+        self._follower: LogFollower | None = None
+        self._started = False
+        self.broken = False  # set by a reader that hit an error: it reads no more
+
+    def read(self) -> tuple[str | None, list[str]]:
+        """(a new title when the followed log changed, else None; the new lines, at most BATCH)."""
+        title = None
+        try:
+            current = read_record()
+        except DamagedFile:
+            current = None
+        if current != self._record or not self._started:
+            self._started = True
+            self.close()
+            self._record = current
+            self._follower = launcher_for(current, self.settings).follower(current) if current else None
+            if isinstance(self._follower, FileFollower):
+                self._follower.skip_to_tail(BACKLOG_BYTES)
+            title = (f"server log: {current.log_path or current.launcher}" if current else
+                     "server log: no server started by rigctl yet")
+        lines = self._follower.read_new() if self._follower else []
+        if lines and self.hide_own_polls:
+            lines = [line for line in lines if not OWN_POLLS.search(line)]
+        return title, redact_lines(lines[-BATCH:])
+
+    def close(self) -> None:
+        if self._follower:
+            self._follower.close()
+            self._follower = None

@@ -1,0 +1,115 @@
+"""What is refused before the running server stops: everything that can be known first.
+
+A switch that would fail for a reason visible now (a vLLM executable that is gone, a
+read-only or full state dir, a port another program holds, GPU memory another process
+holds beyond what vLLM's start-up check allows) is refused while the working server
+still serves, with the cause in one line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from rigctl import paths
+from rigctl.gpu.model import GpuProcess, GpuSample
+from rigctl.profiles.validate import Setting, gpus_needed
+from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.serve import discover
+from rigctl.serve.control import ServeContext
+from rigctl.serve.record import ServerRecord
+
+GIB = 1024**3
+DEFAULT_GMU = 0.92  # vLLM's default gpu_memory_utilization (0.32 and 0.33)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason: str
+
+
+def before_lock(ctx: ServeContext, spec: LaunchSpec) -> Refusal | None:
+    """Checks that need neither the lock nor the running server (the lock itself lives in the
+    state dir, so an unwritable state dir is found here)."""
+    problem = paths.writable_problem(paths.state_dir())
+    if problem:
+        return Refusal(problem)
+    problems = ctx.launcher.check(spec)
+    return Refusal("; ".join(problems)) if problems else None
+
+
+def after_lock(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Setting], running: ServerRecord | None,
+               force: bool) -> Refusal | None:
+    """Checks against what runs now, made under the lock (a queued switch sees the present)."""
+    if not (running and running.port == spec.port):
+        holder = discover.holder(spec.port)
+        if holder:
+            return Refusal(f"port {spec.port} is held by {holder}")
+    if not force:
+        short = vram_shortfall(ctx, spec, settings, running)
+        if short:
+            return Refusal(short + " (stop them, lower gpu_memory_utilization, or --force to try anyway)")
+    return None
+
+
+def _devices(spec: LaunchSpec, count: int, needed: int) -> list[int]:
+    raw = spec.env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if raw is None or not raw.strip():
+        return list(range(count))[:needed]
+    picked = [int(x) for x in raw.split(",") if x.strip().isdigit() and int(x) < count]
+    return picked[:needed]
+
+
+def _belongs(process: GpuProcess, record: ServerRecord | None) -> bool:
+    """Is this GPU process part of the server the switch will stop?"""
+    if record is None:
+        return False
+    if record.launcher == "docker":
+        return process.is_vllm  # the container's processes: no pid of ours to compare
+    if process.pid == record.pid:
+        return True
+    try:
+        return os.getpgid(process.pid) == record.pid
+    except OSError:
+        return False
+
+
+def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Setting],
+                   running: ServerRecord | None) -> str | None:
+    """vLLM refuses to start when a GPU's free memory is below total x gpu_memory_utilization
+    (its request_memory check). Free after the stop = free now + what the stopped server holds."""
+    if ctx.sampler is None:
+        return None
+    try:
+        snapshot = ctx.sampler.snapshot()
+    except Exception:
+        return None  # no reading, no refusal: the boot will tell
+    gmu = float(settings["gpu_memory_utilization"].value) if "gpu_memory_utilization" in settings else DEFAULT_GMU
+    gpus = {g.index: g for g in snapshot.info.gpus}
+    shortfalls: list[tuple[float, str]] = []
+    for index in _devices(spec, len(snapshot.samples), gpus_needed(settings)):
+        sample: GpuSample = snapshot.samples[index]
+        total = gpus[index].memory_total if index in gpus else None
+        if total is None or sample.memory_free is None or sample.lost:
+            continue
+        processes = sample.processes or ()
+        released = sum(p.used_memory or 0 for p in processes if _belongs(p, running))
+        need = math.ceil(total * gmu)
+        available = sample.memory_free + released
+        if available >= need:
+            continue
+        holders = sorted((p for p in processes if not _belongs(p, running) and (p.used_memory or 0) > 0),
+                         key=lambda p: -(p.used_memory or 0))
+        held = ", ".join(f"{p.name or 'pid'} (pid {p.pid}, {(p.used_memory or 0) / GIB:.1f} GiB)" for p in holders[:3])
+        after = f" once {running.profile} stops" if running else ""
+        shortfalls.append(((need - available) / GIB,
+                           f"GPU{index} would have {available / GIB:.1f} GiB free{after}, and gpu_memory_utilization "
+                           f"{gmu:g} asks for {need / GIB:.1f} of its {total / GIB:.1f} GiB: "
+                           f"{(need - available) / GIB:.1f} GiB short"
+                           + (f"; held by {held}" if held else "")))
+    if not shortfalls:
+        return None
+    shortfalls.sort(reverse=True)
+    others = f" (and {len(shortfalls) - 1} more GPU)" if len(shortfalls) > 1 else ""
+    return f"vLLM would refuse to start: {shortfalls[0][1]}{others}"
