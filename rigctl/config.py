@@ -32,6 +32,7 @@ class Settings:
     profiles_dir: str = ""  # empty: $XDG_CONFIG_HOME/rigctl/profiles
     boot_timeout: float = 900.0  # seconds: a cold 27B boot with torch.compile can take minutes
     stop_grace: float = 30.0  # seconds between SIGTERM and SIGKILL
+    kill_wait: float = 10.0  # seconds after SIGKILL before a process that stays is reported
     lock_wait: float = 0.0  # seconds a second switch waits for the rig lock (0: refuse at once)
     rig_interval: float = 1.0  # TUI refresh of the GPUs
     metrics_interval: float = 1.0  # TUI refresh of /metrics
@@ -49,7 +50,8 @@ class Settings:
 # config.toml layout: table -> key -> Settings field
 LAYOUT: dict[str, dict[str, str]] = {
     "server": {"launcher": "launcher", "vllm_command": "vllm_command", "boot_timeout": "boot_timeout",
-               "stop_grace": "stop_grace", "lock_wait": "lock_wait", "endpoint": "endpoint"},
+               "stop_grace": "stop_grace", "kill_wait": "kill_wait", "lock_wait": "lock_wait",
+               "endpoint": "endpoint"},
     "profiles": {"dir": "profiles_dir"},
     "tui": {"rig_interval": "rig_interval", "metrics_interval": "metrics_interval", "theme": "theme"},
     "systemd": {"unit": "systemd_unit", "user": "systemd_user", "dropin_dir": "systemd_dropin_dir"},

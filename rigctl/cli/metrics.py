@@ -110,11 +110,15 @@ def _endpoint(args: argparse.Namespace) -> tuple[str, str | None]:
 
 def _scrape(client: EngineClient) -> EngineSnapshot:
     try:
-        return snapshot(parse(client.metrics_text()), time.time())
+        exposition = parse(client.metrics_text())
     except EngineHTTPError as exc:
         raise RigctlError(f"cannot read {client.base_url}/metrics: {exc}") from exc
     except ExpositionError as exc:
         raise RigctlError(f"{client.base_url}/metrics: {exc}") from exc
+    if not any(name.startswith("vllm:") for name in exposition.samples):
+        raise RigctlError(f"{client.base_url}/metrics answered, but with no vLLM metrics "
+                          f"({exposition.count()} other samples): is a vLLM server listening there?")
+    return snapshot(exposition, time.time())
 
 
 def _gpus(sampler: RigSampler | None) -> tuple:  # type: ignore[type-arg]

@@ -15,6 +15,7 @@ from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import knobs, launch_diff
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import render
+from rigctl.redact import redact_env, redact_mapping
 from rigctl.serve.state import active_profile_name
 
 
@@ -79,7 +80,7 @@ def run_show(args: argparse.Namespace) -> int:
             "name": profile.name, "path": str(profile.path), "shipped": profile.shipped, "chain": profile.chain,
             "description": profile.description, "model": profile.model,
             "knobs": knobs(profile, table).as_dict(),
-            "vllm": profile.vllm, "env": spec.redacted_env() if spec else {},
+            "vllm": redact_mapping(profile.vllm), "env": spec.redacted_env() if spec else redact_env(profile.env),
             "origins": {k: {"path": str(o.path), "line": o.line, "profile": o.profile}
                         for k, o in profile.origins.items()},
             "argv": spec.redacted_argv() if spec else None,

@@ -13,6 +13,7 @@ from rigctl.profiles.options import load_option_table
 from rigctl.profiles.refresh import refresh
 from rigctl.profiles.schema import Diagnostic
 from rigctl.profiles.store import ProfileStore
+from rigctl.redact import REDACTED, is_secret_env, is_secret_option
 
 
 def register(psub: Any) -> None:
@@ -47,7 +48,9 @@ def run_set(args: argparse.Namespace) -> int:
     warnings = set_value(ProfileStore(), args.name, args.key, args.value, load_option_table(),
                          common.rig_info_or_none(args, quiet=True))
     _print_warnings(warnings)
-    print(f"{args.name}: {args.key} = {args.value}")
+    secret = is_secret_option(args.key.partition(".")[2] or args.key) or (
+        args.key.startswith("env.") and is_secret_env(args.key[4:]))
+    print(f"{args.name}: {args.key} = {REDACTED if secret else args.value}")
     return 0
 
 

@@ -24,10 +24,12 @@ def run(args: argparse.Namespace) -> int:
         snapshot = sampler.snapshot()
     finally:
         sampler.close()
-    serving = observe(load_settings())
+    serving = observe(load_settings(), thorough=True)
     if args.json:
         common.print_json({"rig": snapshot_json(snapshot), "serving": serving.to_json()})
     else:
         print(f"serving: {serving.summary}")
+        for note in serving.notes:
+            print(f"  note: {note}")
         print(status_text(snapshot))
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 
 import http.client
 import json
+import socket
 from urllib.parse import urlsplit
 
 from rigctl.engine.http_get import HttpGet, ProtocolError
@@ -41,6 +42,19 @@ class EngineHTTPError(Exception):
         super().__init__(kind if status is None else f"HTTP {status}")
         self.kind = kind
         self.status = status
+
+
+def describe(exc: BaseException) -> str:
+    """A failed request in words: 'connection refused', 'timed out: ...', 'not HTTP: ...'."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (nothing listens there)"
+    if isinstance(exc, (TimeoutError, socket.timeout)):
+        return f"timed out{': ' + str(exc) if str(exc) and str(exc) != 'timed out' else ''}"
+    if isinstance(exc, ProtocolError):
+        return f"not an HTTP answer: {exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or type(exc).__name__
 
 
 class EngineClient:
@@ -81,7 +95,7 @@ class EngineClient:
             try:
                 return self._plain.get(self._prefix + path)
             except (OSError, ProtocolError) as exc:
-                raise EngineHTTPError(type(exc).__name__) from exc
+                raise EngineHTTPError(describe(exc)) from exc
         for attempt in (1, 2):
             conn = self._connection()
             try:
@@ -91,10 +105,10 @@ class EngineClient:
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 self.close()
                 if attempt == 2:
-                    raise EngineHTTPError(type(exc).__name__) from exc
+                    raise EngineHTTPError(describe(exc)) from exc
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
-                raise EngineHTTPError(type(exc).__name__) from exc
+                raise EngineHTTPError(describe(exc)) from exc
         raise AssertionError("unreachable")
 
     def get_json(self, path: str) -> Any:

@@ -154,7 +154,8 @@ def _mean_power(before: tuple[GpuSample, ...], after: tuple[GpuSample, ...],
         if gpus is not None and sample.index not in gpus:
             continue
         prior = earlier.get(sample.index)
-        if prior and prior.energy_j is not None and sample.energy_j is not None and sample.timestamp > prior.timestamp:
+        if prior and prior.energy_j is not None and sample.energy_j is not None and sample.timestamp > prior.timestamp \
+                and sample.energy_j >= prior.energy_j:  # a counter that went down was reset (driver reload)
             total += (sample.energy_j - prior.energy_j) / (sample.timestamp - prior.timestamp)
             found = True
         elif sample.power_w is not None:

@@ -10,6 +10,7 @@ else is a ProtocolError, never a guess. TLS endpoints keep http.client (engine/c
 from __future__ import annotations
 
 import socket
+import time
 
 MAX_HEAD = 64 * 1024  # a status line and headers; vLLM sends a few hundred bytes
 MAX_BODY = 64 * 1024 * 1024  # /metrics of many replicas is a few MB
@@ -31,6 +32,7 @@ class HttpGet:
         self._head = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode("latin-1") + b"\r\n"
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
+        self._deadline = 0.0
 
     def close(self) -> None:
         if self._sock is not None:
@@ -41,6 +43,9 @@ class HttpGet:
     def get(self, path: str) -> tuple[int, bytes]:
         """(status, body). A kept-alive connection found closed is reopened once; any other
         failure closes the connection and raises (OSError, ProtocolError)."""
+        # One deadline for the whole answer: a server that trickles a byte now and then must not
+        # hold a caller longer than its timeout, however patient each recv is.
+        self._deadline = time.monotonic() + self._timeout
         for _ in (1, 2):
             reused = self._sock is not None
             if self._sock is None:
@@ -88,6 +93,10 @@ class HttpGet:
 
     def _fill(self) -> bool:
         assert self._sock is not None
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no complete answer within {self._timeout:g} s")
+        self._sock.settimeout(left)
         data = self._sock.recv(65536)
         self._buffer += data
         return bool(data)

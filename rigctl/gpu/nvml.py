@@ -80,8 +80,20 @@ class NvmlBackend:
         except OSError as exc:  # a broken libnvidia-ml that loads but cannot resolve symbols
             raise NoDriverError(f"NVIDIA driver not usable ({exc}); {NO_DRIVER_HINT}") from exc
         self._closed = False
-        count = pynvml.nvmlDeviceGetCount()
-        self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError as exc:
+            self.close()
+            raise NoDriverError(f"the NVIDIA driver loaded but cannot list the GPUs ({exc}); {NO_DRIVER_HINT}") \
+                from exc
+        self.unopened: dict[int, str] = {}  # GPUs the driver would not hand out: shown lost, the rest work
+        self._handles: list[Any] = []
+        for index in range(count):
+            try:
+                self._handles.append(pynvml.nvmlDeviceGetHandleByIndex(index))
+            except pynvml.NVMLError as exc:
+                self._handles.append(None)
+                self.unopened[index] = type(exc).__name__.replace("NVMLError_", "")
         self._memory_v2: bool | None = None  # learnt on first use, driver >= 515 has it
         self.unavailable: dict[tuple[int, str], str] = {}
         self._info = self._read_info()
@@ -196,15 +208,18 @@ class NvmlBackend:
         gpus = []
         for index, handle in enumerate(self._handles):
             try:
+                if handle is None:
+                    raise _Lost()
                 gpus.append(self._read_gpu(index, handle))
             except _Lost:
-                gpus.append(Gpu(index=index, name=f"GPU {index} (lost)", uuid=None, bus_id=f"lost:{index}",
+                why = f"cannot be opened: {self.unopened[index]}" if index in self.unopened else "lost"
+                gpus.append(Gpu(index=index, name=f"GPU {index} ({why})", uuid=None, bus_id=f"lost:{index}",
                                 memory_total=None, power_limit_w=None))
         paths: dict[tuple[int, int], str] = {}
         p2p: dict[tuple[int, int, P2PCap], Any] = {}
         for i, hi in enumerate(self._handles):
             for j, hj in enumerate(self._handles):
-                if i == j:
+                if i == j or hi is None or hj is None:
                     continue
                 if i < j:
                     level = self._pair_query(nv.nvmlDeviceGetTopologyCommonAncestor, hi, hj)
@@ -240,6 +255,8 @@ class NvmlBackend:
         out = []
         for index, handle in enumerate(self._handles):
             try:
+                if handle is None:
+                    raise _Lost()
                 out.append(self._sample_one(index, handle, now))
             except _Lost:
                 out.append(GpuSample(index=index, timestamp=now, lost=True))

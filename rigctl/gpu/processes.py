@@ -14,6 +14,7 @@ import re
 import psutil
 
 from rigctl.gpu.model import GpuProcess
+from rigctl.redact import redact_argv
 
 _TITLE = re.compile(r"^VLLM::(?P<what>[A-Za-z]+)(?:_(?P<rank>[A-Za-z0-9_]+))?")
 
@@ -76,7 +77,8 @@ class ProcessInspector:
             proc = psutil.Process(pid)
             with proc.oneshot():
                 name = proc.name()
-                cmdline = " ".join(proc.cmdline()) or None
+                # redacted once here, so no view of the rig (JSON, text, TUI) can show a key
+                cmdline = " ".join(redact_argv(proc.cmdline())) or None
                 user = proc.username()
         except psutil.Error:
             return None, None, None

@@ -21,6 +21,7 @@ from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
+from rigctl.redact import is_secret_env, is_secret_option
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -76,15 +77,31 @@ def _existing_key(table: Table, leaf: str, is_env: bool) -> str | None:
     return None
 
 
+def holds_secret(text: str) -> bool:
+    """Does this profile file itself set a key, token or password?"""
+    data = tomllib.loads(text)
+    vllm, env = data.get("vllm", {}), data.get("env", {})
+    return any(is_secret_option(k) and not isinstance(v, bool) for k, v in vllm.items()) or any(
+        is_secret_env(k) for k in env)
+
+
 def _commit(store: ProfileStore, path: Path, text: str, table: OptionTable, rig: RigInfo | None) -> list[Diagnostic]:
-    """Validate the new text as the resolved profile it would be; write only if clean of errors."""
+    """Validate the new text as the resolved profile it would be; write only if clean of errors.
+    A new file that holds a secret is created 0600; an existing file keeps its mode (and is
+    warned about when others can read the secret now in it)."""
     profile = store.load_candidate(path, text)
     diagnostics = validate(profile, table, rig)
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         raise ProfileError(errors)
-    write_text_atomic(path, text)
-    return [d for d in diagnostics if d.severity != "error"]
+    secret = holds_secret(text)
+    mode = None if path.exists() else (0o600 if secret else 0o644)
+    write_text_atomic(path, text, mode=mode)
+    warnings = [d for d in diagnostics if d.severity != "error"]
+    if secret and path.stat().st_mode & 0o077:
+        warnings.append(Diagnostic("warning", f"holds a secret and others can read it (mode "
+                                   f"{path.stat().st_mode & 0o777:o}): chmod 600 {path}", file=str(path)))
+    return warnings
 
 
 def set_value(store: ProfileStore, name: str, key: str, raw: str, table: OptionTable,

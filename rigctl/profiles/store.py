@@ -82,10 +82,16 @@ class ProfileStore:
     def is_shipped(self, path: Path) -> bool:
         return path.resolve().parent == self.shipped.resolve()
 
-    def path_for(self, name: str, *, skip_user: bool = False) -> Path:
-        candidate = Path(name)
+    def path_for(self, name: str, *, skip_user: bool = False, relative_to: Path | None = None) -> Path:
+        """`relative_to`: the directory a relative path is read from (a parent named by path in
+        `extends` is found beside the file that names it, wherever rigctl runs)."""
+        candidate = Path(name).expanduser()
+        if relative_to is not None and not candidate.is_absolute():
+            candidate = relative_to / candidate
         if candidate.suffix == ".toml" and (candidate.exists() or candidate.resolve() in self._overrides):
             return candidate
+        if candidate.suffix == ".toml" and ("/" in name or relative_to is not None):
+            raise BadInputError(f"no profile file {candidate}")
         if not skip_user and name in self._in(self.user):
             return self._in(self.user)[name]
         if name in self._in(self.shipped):
@@ -134,7 +140,9 @@ class ProfileStore:
             # A user profile extending its own name customises the shipped one.
             skip_user = parent == current.name and not current.shipped
             try:
-                path = self.path_for(parent, skip_user=skip_user)
+                by_path = parent.endswith(".toml") or "/" in parent
+                path = self.path_for(parent, skip_user=skip_user,
+                                     relative_to=current.path.parent if by_path else None)
             except BadInputError as exc:
                 raise ProfileError([Diagnostic("error", f"missing parent in {names}: {exc}", "extends",
                                                str(current.path), line)]) from exc

@@ -227,12 +227,25 @@ def _env(profile: Profile) -> list[Diagnostic]:
     return out
 
 
+def _rigctl_table(profile: Profile) -> list[Diagnostic]:
+    out = []
+    timeout = profile.rigctl.get("boot_timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        out.append(profile.diagnostic("error", "rigctl.boot_timeout", "must be a positive number of seconds"))
+    command = profile.rigctl.get("vllm_command")
+    if command is not None and not ((isinstance(command, str) and command.strip()) or (
+            isinstance(command, list) and command and all(isinstance(c, str) and c for c in command))):
+        out.append(profile.diagnostic("error", "rigctl.vllm_command",
+                                      'must be a command: a list of strings such as ["/opt/vllm/bin/vllm"]'))
+    return out
+
+
 def validate(profile: Profile, table: OptionTable, rig: RigInfo | None = None) -> list[Diagnostic]:
     """Errors first, then warnings; empty when the profile is clean."""
     from rigctl.profiles.lints import lint
 
     settings, problems = resolve_settings(profile, table)
-    errors = list(profile.load_diagnostics) + problems + _env(profile)
+    errors = list(profile.load_diagnostics) + problems + _env(profile) + _rigctl_table(profile)
     if not profile.model:
         errors.append(profile.diagnostic("error", "model", "missing: the model (Hugging Face id or path) to serve"))
     errors += _ranges(profile, settings)

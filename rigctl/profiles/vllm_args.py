@@ -80,14 +80,25 @@ def option_args(option: VllmOption, value: Any) -> list[str]:
     return [f"{option.flag}={text}"] if text.startswith("-") else [option.flag, text]
 
 
+def profile_command(profile: Profile) -> tuple[str, ...] | None:
+    """The profile's own `[rigctl] vllm_command` (a list, or a string split like a shell would)."""
+    value = profile.rigctl.get("vllm_command")
+    if isinstance(value, str) and value.strip():
+        return tuple(shlex.split(value))
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
 def render(profile: Profile, table: OptionTable, vllm_command: tuple[str, ...] = ("vllm",)) -> LaunchSpec:
-    """The launch of a valid profile; ProfileError (every error at once) otherwise."""
+    """The launch of a valid profile; ProfileError (every error at once) otherwise. The program
+    is the profile's own `[rigctl] vllm_command`, else `vllm_command` (config or simulator)."""
     errors = [d for d in validate(profile, table) if d.severity == "error"]
     if errors:
         raise ProfileError(errors)
     settings, _ = resolve_settings(profile, table)
     order = [d for d in FIRST_CLASS if d in settings] + sorted(d for d in settings if d not in FIRST_CLASS)
-    argv: list[str] = [*vllm_command, "serve", str(profile.model)]
+    argv: list[str] = [*(profile_command(profile) or vllm_command), "serve", str(profile.model)]
     secrets: list[str] = []
     env = {k: str(v) for k, v in sorted(profile.env.items())}
     for dest in order:

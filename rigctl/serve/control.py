@@ -9,12 +9,15 @@ disk): it returns a failed BootResult, so the transaction can roll back.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from rigctl import paths
 from rigctl.config import Settings
 from rigctl.engine.bootlog import BootReport, Failure
 from rigctl.gpu.model import RigInfo
@@ -38,13 +41,15 @@ class Interrupt:
     a second one leaves at once."""
 
     def __init__(self) -> None:
-        self.requested = threading.Event()
+        self.requested = threading.Event()  # set by the first Ctrl-C; cleared once the boot it stopped is gone
         self.touched = False  # a server has been stopped or started
+        self.pressed = False
 
     def press(self) -> bool:
         """Record one Ctrl-C; True when the caller should leave at once (KeyboardInterrupt)."""
-        if not self.touched or self.requested.is_set():
+        if not self.touched or self.pressed:
             return True
+        self.pressed = True
         self.requested.set()
         return False
 
@@ -82,7 +87,10 @@ def stop_server(ctx: ServeContext, record: ServerRecord, launcher: Launcher, gra
     grace = ctx.settings.stop_grace if grace is None else grace
     ctx.say("step", f"stopping {record.profile} (grace {grace:.0f} s)", record.profile)
     launcher.stop(record, grace)
-    clear_record()
+    try:
+        clear_record()
+    except OSError as exc:  # a read-only state dir: the record of a dead server is only stale
+        ctx.say("warning", f"the server record could not be removed ({_reason(exc)})", record.profile)
     _wait_vram_released(ctx, record)
 
 
@@ -143,7 +151,22 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) 
         _record_boot(ctx, profile, spec, result)
     else:
         _stop_quietly(ctx, record)
+        full = _disk_full(record)
+        if full is not None:
+            result = dataclasses.replace(result, failure=full)
     return result
+
+
+def _disk_full(record: ServerRecord) -> Failure | None:
+    """A boot that died while its log's disk was full died of that, whatever it managed to say."""
+    if not record.log_path:
+        return None
+    directory = Path(record.log_path).parent
+    free = paths.free_bytes(directory)
+    if free is None or free >= paths.MIN_FREE_BYTES:
+        return None
+    return Failure("disk_full", f"the disk holding {directory} is full ({free // 1024:,} KiB free): the server's "
+                   "log could not be written", "", f"free space on that filesystem (old boot logs are in {directory})")
 
 
 def _record_boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: BootResult) -> None:

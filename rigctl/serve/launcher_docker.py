@@ -48,6 +48,11 @@ class DockerLauncher:
         problems = env_file_problems(spec.env)
         if shutil.which("docker") is None:
             problems.append("the docker launcher needs the docker client, which is not on PATH")
+        else:
+            server = self.runner(["docker", "version", "--format", "{{.Server.Version}}"])
+            if server.returncode != 0:
+                said = (server.stderr or server.stdout).strip().splitlines()
+                problems.append(f"docker cannot reach its daemon: {said[-1] if said else 'no answer'}")
         problem = paths.writable_problem(paths.state_dir(), min_free=0)
         if problem:
             problems.append(problem)

@@ -23,7 +23,6 @@ from rigctl.serve.logfollow import FileFollower
 from rigctl.serve.record import ServerRecord
 
 KEEP_LOGS = 30
-KILL_WAIT = 10.0  # seconds a process may take to vanish after SIGKILL before rigctl says so
 
 
 def logs_dir() -> Path:
@@ -41,17 +40,42 @@ def resolve_program(program: str, env: dict[str, str]) -> tuple[str | None, str 
             return None, f"{program}: not an executable file"
         return path, None
     found = shutil.which(program, path=search)
-    return (found, None) if found else (None, f"{program!r} is not on PATH")
+    if not found:
+        return None, f"{program!r} is not on PATH"
+    return found, None
+
+
+def interpreter_problem(path: str) -> str | None:
+    """A script whose `#!` interpreter is gone (the venv it was installed in was deleted) is
+    executable by every test but fails at exec: read its first line."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.readline(512)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].decode(errors="replace").split()
+    if not words:
+        return None
+    interpreter = words[0]
+    if interpreter.endswith("/env") and len(words) > 1:
+        return None if shutil.which(words[1]) else f"{path}: its interpreter {words[1]!r} is not on PATH"
+    if not os.path.exists(interpreter):
+        return f"{path}: its interpreter {interpreter} is gone (was its venv deleted?)"
+    return None
 
 
 class ProcessLauncher:
     name = "process"
 
-    def __init__(self) -> None:
+    def __init__(self, kill_wait: float = 10.0) -> None:
+        self.kill_wait = kill_wait  # seconds a process may take to vanish after SIGKILL before rigctl says so
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def check(self, spec: LaunchSpec) -> list[str]:
-        _, problem = resolve_program(spec.argv[0], spec.env)
+        path, problem = resolve_program(spec.argv[0], spec.env)
+        problem = problem or (interpreter_problem(path) if path else None)
         problems = [f"cannot start vLLM: {problem} (set [server] vllm_command in config.toml, or the "
                     "profile's [rigctl] vllm_command, to the vllm of your venv)"] if problem else []
         log_problem = paths.writable_problem(paths.state_dir() / "logs")
@@ -126,10 +150,10 @@ class ProcessLauncher:
             time.sleep(0.05)
         if _group_alive(group, self._children.get(group)):
             _signal_group(group, signal.SIGKILL)
-            deadline = time.monotonic() + KILL_WAIT
+            deadline = time.monotonic() + self.kill_wait
             while _group_alive(group, self._children.get(group)):
                 if time.monotonic() > deadline:
-                    raise StopFailed(f"{record.profile} (process group {group}) is still alive {KILL_WAIT:.0f} s "
+                    raise StopFailed(f"its process group {group} is still alive {self.kill_wait:g} s "
                                      f"after SIGKILL: a process stuck in the driver, or not rigctl's to kill; "
                                      f"look at `ps -o pid,stat,user,cmd -g {group}`")
                 time.sleep(0.05)

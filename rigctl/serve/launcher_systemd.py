@@ -74,6 +74,11 @@ def read_env_file(path: Path) -> dict[str, str]:
     return out
 
 
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = (done.stderr or done.stdout or "").strip().splitlines()
+    return lines[-1] if lines else f"exit status {done.returncode}"
+
+
 class SystemdLauncher:
     name = "systemd"
 
@@ -98,6 +103,15 @@ class SystemdLauncher:
         problems = env_file_problems(spec.env)
         if shutil.which("systemctl") is None:
             problems.append("the systemd launcher needs systemctl, which is not on PATH")
+        else:
+            shown = self.runner(self._systemctl("show", self.unit, "-p", "LoadState", "--value"))
+            state = shown.stdout.strip()
+            if shown.returncode != 0:
+                problems.append(f"systemd cannot be asked about {self.unit}: "
+                                f"{_last_line(shown)}")
+            elif state != "loaded":
+                problems.append(f"{self.unit} is not a unit systemd knows (LoadState={state or 'none'}); "
+                                "create it first (README: real-rig setup) or set [systemd] unit")
         for directory in (self.dropin.parent, paths.state_dir()):
             problem = paths.writable_problem(directory, min_free=0)
             if problem:

@@ -63,7 +63,7 @@ def make_launcher(settings: Settings, kind: str | None = None) -> Launcher:
         return DockerLauncher(settings.docker_image, settings.docker_container, settings.docker_hf_cache)
     from rigctl.serve.launcher_process import ProcessLauncher
 
-    return ProcessLauncher()
+    return ProcessLauncher(settings.kill_wait)
 
 
 def launcher_for(record: ServerRecord, settings: Settings) -> Launcher:

@@ -95,8 +95,11 @@ def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Sett
             continue
         processes = sample.processes or ()
         released = sum(p.used_memory or 0 for p in processes if _belongs(p, running))
+        others = sum(p.used_memory or 0 for p in processes if not _belongs(p, running))
         need = math.ceil(total * gmu)
-        available = sample.memory_free + released
+        # what the driver says is free plus what the stop releases; never more than the card
+        # minus what the others hold (the two agree on a real driver)
+        available = min(sample.memory_free + released, total - (sample.memory_reserved or 0) - others)
         if available >= need:
             continue
         holders = sorted((p for p in processes if not _belongs(p, running) and (p.used_memory or 0) > 0),
@@ -110,6 +113,6 @@ def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Sett
                            + (f"; held by {held}" if held else "")))
     if not shortfalls:
         return None
-    shortfalls.sort(reverse=True)
+    shortfalls.sort(key=lambda item: -item[0])  # the worst first; the lower index on a tie
     others = f" (and {len(shortfalls) - 1} more GPU)" if len(shortfalls) > 1 else ""
     return f"vLLM would refuse to start: {shortfalls[0][1]}{others}"

@@ -25,9 +25,10 @@ class VllmLog:
     def __init__(self, stream: TextIO, pid: int) -> None:
         self.stream = stream
         self.pid = pid
+        self.clock_offset = clock_offset()
 
     def __call__(self, process: str, source: str, message: str, level: str = "INFO", offset: int = 0) -> None:
-        stamp = time.strftime("%m-%d %H:%M:%S")
+        stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(time.time() + self.clock_offset))
         self.raw(f"({process} pid={self.pid + offset}) {level} {stamp} [{source}] {message}")
 
     def raw(self, text: str) -> None:
@@ -53,8 +54,23 @@ def pause(simulated_seconds: float) -> None:
     time.sleep(simulated_seconds * scale())
 
 
+def clock_offset() -> float:
+    """RIGCTL_SIM_CLOCK_START ("2028-02-29 23:59:58"): the log's clock starts there (a boot on
+    29 February, or across New Year, without waiting for the day)."""
+    start = os.environ.get("RIGCTL_SIM_CLOCK_START")
+    if not start:
+        return 0.0
+    return time.mktime(time.strptime(start, "%Y-%m-%d %H:%M:%S")) - time.time()
+
+
 def checkpoint(phase: str) -> None:
-    """The fault hooks: die abruptly or stall forever at a named phase."""
+    """The fault hooks: die abruptly, stall forever, or flood the log (RIGCTL_SIM_LOG_FLOOD
+    bytes, as a crash-looping engine can) at a named phase."""
+    if phase == "load" and os.environ.get("RIGCTL_SIM_LOG_FLOOD"):
+        line = "WARNING " + "a repeated warning " * 20 + "\n"
+        for _ in range(int(os.environ["RIGCTL_SIM_LOG_FLOOD"]) // len(line) + 1):
+            sys.stdout.write(line)
+        sys.stdout.flush()
     if os.environ.get("RIGCTL_SIM_CRASH_AT") == phase:
         sys.stdout.write("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f3a (most recent call first):\n"
                          '  File "vllm/v1/worker/gpu_model_runner.py", line 5071 in load_model\n')

@@ -22,7 +22,7 @@ from rigctl.gpu.rigspec import RigSpec, load_rig
 from rigctl.gpu.sim_claims import default_claims_dir, remove_claim, write_claim
 from rigctl.gpu.simulated import SimulatedBackend
 from rigctl.sim import args as sim_args
-from rigctl.sim.boot import VERSION, BootFailed, VllmLog, engine_processes, run_boot
+from rigctl.sim.boot import VERSION, BootFailed, VllmLog, engine_processes, pause, run_boot
 from rigctl.sim.engine import EngineReplica, EngineSim, Speed
 from rigctl.sim.http_api import Handler, SimServer
 from rigctl.sim.memory import EngineConfig, MemoryPlan, plan
@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or argv[0] != "serve":
         print("usage: vllm serve MODEL [options]", file=sys.stderr)
         return 2
+    pause(7.0)  # vLLM spends its first seconds importing, silent, before it parses or binds anything
     reject = frozenset(f for f in os.environ.get("RIGCTL_SIM_REJECT_FLAGS", "").split(",") if f)
     ns = sim_args.build_parser(reject=reject).parse_args(argv[1:])  # exits 2 on unknown flags, as vLLM does
     cfg = sim_args.engine_config(ns)
@@ -143,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BootFailed:
         return 1
     except KeyboardInterrupt:
+        time.sleep(float(os.environ.get("RIGCTL_SIM_STOP_DELAY", "0") or 0))  # a slow shutdown, on request
         log.uvicorn("Shutting down")
         log.uvicorn("Application shutdown complete.")
         log.uvicorn(f"Finished server process [{os.getpid()}]")

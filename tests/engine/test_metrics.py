@@ -139,6 +139,19 @@ def test_counter_reset_is_reported_and_never_negative() -> None:
     assert all(q.count >= 0 for q in f.latency.values())
 
 
+def test_energy_counter_reset_gives_a_positive_power_from_the_gauges() -> None:
+    from rigctl.gpu.model import GpuSample
+
+    before, after = (snapshot(parse(t), 0.0) for t in two_scrapes())
+    earlier = (GpuSample(0, 100.0, power_w=300.0, energy_j=5_000_000.0),)
+    later = (GpuSample(0, 110.0, power_w=340.0, energy_j=1_200.0),)  # the driver reloaded: the counter restarted
+    f = interval(before, after, 10.0, earlier, later)
+    assert f.power_w == pytest.approx(320.0)  # the mean of the two readings, not (1,200 - 5e6) / 10
+    assert f.joules_per_token == pytest.approx(320.0 / 85.0)
+    counted = interval(before, after, 10.0, earlier, (GpuSample(0, 110.0, power_w=340.0, energy_j=5_003_300.0),))
+    assert counted.power_w == pytest.approx(330.0)  # from the counter when it only went up
+
+
 def test_two_dp_engines_sum_average_and_keep_per_engine() -> None:
     vllm = FakeVllm(engines=2)
     for engine, running, waiting, kv in (("0", 3, 1, 0.2), ("1", 5, 0, 0.6)):

@@ -167,6 +167,27 @@ def test_gpu_lost_at_start_still_opens(lib: FakeNvmlLib) -> None:
     assert info.gpus[0].name == "NVIDIA GeForce RTX 3090"
 
 
+@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_NO_PERMISSION,
+                                  pynvml.NVML_ERROR_UNKNOWN], ids=["GpuIsLost", "NoPermission", "Unknown"])
+def test_gpu_whose_handle_cannot_be_had_is_shown_lost_and_the_other_works(lib: FakeNvmlLib, code: int) -> None:
+    lib.fail("nvmlDeviceGetHandleByIndex_v2", code, gpu=1)
+    with installed(lib):
+        backend = NvmlBackend()
+        info, samples = backend.info(), backend.sample()
+    assert info.gpus[0].name == "NVIDIA GeForce RTX 3090" and samples[0].power_w is not None
+    assert "cannot be opened" in info.gpus[1].name and samples[1].lost
+    assert not any(1 in key[:2] for key in info.p2p)  # no pair query with a GPU that has no handle
+
+
+@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_NO_PERMISSION,
+                                  pynvml.NVML_ERROR_UNKNOWN], ids=["GpuIsLost", "NoPermission", "Unknown"])
+def test_gpu_count_failing_is_one_clear_error(lib: FakeNvmlLib, code: int) -> None:
+    lib.fail("nvmlDeviceGetCount_v2", code)
+    with installed(lib), pytest.raises(NoDriverError) as err:
+        NvmlBackend()
+    assert "cannot list the GPUs" in str(err.value) and "--sim" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_library_not_found_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_library(name: str) -> None:
         raise OSError(f"{name}: cannot open shared object file")

@@ -135,12 +135,17 @@ class FakeNvmlLib:
         return self._out(ref, self.spec.cuda_driver_version)
 
     def nvmlDeviceGetCount_v2(self, ref: Any) -> int:
-        return self._out(ref, len(self.spec.gpus))
+        code = self._check("nvmlDeviceGetCount_v2")[0]
+        return code if code != SUCCESS else self._out(ref, len(self.spec.gpus))
 
     def nvmlDeviceGetHandleByIndex_v2(self, c_index: Any, ref: Any) -> int:
         index = c_index.value
         if index >= len(self._structs):
             return INVALID_ARGUMENT
+        code = self.failures.get(("nvmlDeviceGetHandleByIndex_v2", index),
+                                 self.failures.get(("nvmlDeviceGetHandleByIndex_v2", None), SUCCESS))
+        if code != SUCCESS:
+            return code
         ref._obj.contents = self._structs[index]
         return SUCCESS
 
