@@ -30,6 +30,7 @@ class Probe:
     max_model_len: int | None
     status: int | None = None
     error: str | None = None
+    unauthorized: bool = False  # /v1/models answered 401: the server wants a key this client lacks
 
     def serves(self, name: str) -> bool:
         return self.healthy and name in self.models
@@ -126,7 +127,9 @@ class EngineClient:
             return Probe(True, False, (), None, status=status)
         try:
             cards = self.get_json("/v1/models").get("data", [])
-        except (EngineHTTPError, ValueError, AttributeError):
+        except EngineHTTPError as exc:
+            return Probe(True, True, (), None, status=200, unauthorized=exc.status == 401)
+        except (ValueError, AttributeError):
             return Probe(True, True, (), None, status=200)
         names = tuple(str(c.get("id")) for c in cards)
         lengths = [c.get("max_model_len") for c in cards if isinstance(c.get("max_model_len"), int)]

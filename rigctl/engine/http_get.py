@@ -97,7 +97,10 @@ class HttpGet:
         if left <= 0:
             raise TimeoutError(f"no complete answer within {self._timeout:g} s")
         self._sock.settimeout(left)
-        data = self._sock.recv(65536)
+        try:
+            data = self._sock.recv(65536)
+        except TimeoutError:
+            raise TimeoutError(f"no complete answer within {self._timeout:g} s") from None
         self._buffer += data
         return bool(data)
 

@@ -88,6 +88,11 @@ def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_even
             if now >= next_probe:
                 next_probe = now + 0.25
                 probe = client.probe()
+                if probe.unauthorized:
+                    return result(False, Failure(
+                        "unauthorized", "the server is up but refuses rigctl's requests (HTTP 401): it wants an API "
+                        "key rigctl was not given", "", "set vllm.api_key in the profile (one key goes to vLLM as "
+                        "VLLM_API_KEY), or unset VLLM_API_KEY in rigctl's environment"))
                 if probe.healthy and any(name in probe.models for name in record.served_names):
                     if launcher.serves_port(record) is False:  # someone else's server answers there
                         holder = discover.holder(record.port) or "another process"

@@ -136,8 +136,18 @@ class ProcessLauncher:
         return discover.listener_is(record.port, record.boot_id, record.pid)
 
     def api_key(self, record: ServerRecord) -> str | None:
-        env = discover.process_environ(record.pid) if record.pid and self.alive(record) else None
-        return (env or {}).get("VLLM_API_KEY") or None
+        """VLLM_API_KEY in the server's environment, else the first --api-key of its command line
+        (several keys stay there: the variable holds one). Read from the process, never stored."""
+        if not record.pid or not self.alive(record):
+            return None
+        env = discover.process_environ(record.pid) or {}
+        if env.get("VLLM_API_KEY"):
+            return env["VLLM_API_KEY"]
+        try:
+            argv = psutil.Process(record.pid).cmdline()
+        except psutil.Error:
+            return None
+        return argv[argv.index("--api-key") + 1] if "--api-key" in argv[:-1] else None
 
     def stop(self, record: ServerRecord, grace: float) -> None:
         if record.pid is None or not self.alive(record):

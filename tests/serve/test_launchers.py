@@ -79,3 +79,45 @@ def test_docker_run_publishes_on_the_profile_host_only(spec, tmp_path: Path) -> 
     assert launcher.logs_command(1700000000.0) == ["docker", "logs", "-f", "--since", "1700000000", "rigctl-vllm"]
     launcher.stop(None, 30)  # type: ignore[arg-type]
     assert runner.calls[-2:] == [["docker", "stop", "-t", "30", "rigctl-vllm"], ["docker", "rm", "rigctl-vllm"]]
+
+
+def _spec_with(isolated_dirs: Path, name: str, body: str):  # noqa: ANN202
+    user = isolated_dirs / "config" / "rigctl" / "profiles"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / f"{name}.toml").write_text(f'extends = "qwen36-27b-4090-tp2-mtp"\n{body}')
+    return render(ProfileStore().load(name), load_option_table(), ("/opt/vllm/bin/vllm",))
+
+
+def test_a_multi_line_argv_value_stays_in_its_execstart_word(isolated_dirs: Path, tmp_path: Path) -> None:
+    template = "{% for m in messages %}\n{{ m.content }}\nExecStartPre=/bin/evil\n{% endfor %}"
+    spec = _spec_with(isolated_dirs, "tmpl", f'[vllm]\nchat_template = """{template}"""\n')
+    launcher = SystemdLauncher("vllm.service", user=True, dropin_dir=str(tmp_path / "d"), runner=Recorder())
+    assert not [p for p in launcher.check(spec) if "line break" in p]  # a newline in argv is fine: it is escaped
+    launcher.start(spec, "tmpl")
+    lines = (tmp_path / "d" / "rigctl.conf").read_text().splitlines()
+    assert len(lines) == 5 and not any(line.startswith("ExecStartPre") for line in lines)
+    assert '"{%% for m in messages %%}\\n{{ m.content }}\\nExecStartPre=/bin/evil\\n{%% endfor %%}"' in lines[4]
+
+
+@pytest.mark.parametrize("kind", ["systemd", "docker"])
+def test_an_env_value_with_a_line_break_is_refused_naming_its_key(isolated_dirs: Path, tmp_path: Path,
+                                                                 kind: str) -> None:
+    spec = _spec_with(isolated_dirs, "nl", '[env]\nSAFE = "x"\nEXTRA = "a\\nLD_PRELOAD=/tmp/evil.so"\n')
+    launcher = (SystemdLauncher("vllm.service", user=True, dropin_dir=str(tmp_path / "d"), runner=Recorder())
+                if kind == "systemd" else DockerLauncher("img", "c", str(tmp_path), runner=Recorder()))
+    problems = launcher.check(spec)
+    assert any(p.startswith("env.EXTRA: the value holds a line break") for p in problems), problems
+    with pytest.raises(ValueError, match="EXTRA"):
+        launcher.start(spec, "nl")
+    env_file = launcher.env_file
+    assert not env_file.exists() or "LD_PRELOAD" not in env_file.read_text()
+
+
+def test_a_dropin_that_names_a_secret_is_not_world_readable(isolated_dirs: Path, tmp_path: Path) -> None:
+    spec = _spec_with(isolated_dirs, "keys", '[vllm]\napi_key = ["sk-a", "sk-b"]\n')  # several keys stay in argv
+    launcher = SystemdLauncher("vllm.service", user=True, dropin_dir=str(tmp_path / "d"), runner=Recorder())
+    launcher.start(spec, "keys")
+    assert stat.S_IMODE((tmp_path / "d" / "rigctl.conf").stat().st_mode) == 0o600
+    plain = _spec_with(isolated_dirs, "plain", "")
+    launcher.start(plain, "plain")
+    assert stat.S_IMODE((tmp_path / "d" / "rigctl.conf").stat().st_mode) == 0o644
