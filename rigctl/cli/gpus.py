@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
 
 from rigctl import fmt
+from rigctl import jsonio
 from rigctl.cli import common
 from rigctl.gpu.model import RigSnapshot, to_jsonable
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             taken += 1
             if args.json:
                 if args.watch:
-                    sys.stdout.write(json.dumps(gpus_json(snapshot)) + "\n")
+                    sys.stdout.write(jsonio.dumps(gpus_json(snapshot)) + "\n")
                 else:
                     common.print_json(gpus_json(snapshot))
             else:

@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 
+from rigctl import jsonio
 from rigctl.cli import common
 from rigctl.config import load_settings
 from rigctl.engine import report
@@ -52,7 +52,7 @@ def _load_file(path: str) -> EngineSnapshot:
 def _emit(args: argparse.Namespace, snap: EngineSnapshot, figures: Any, one_line: bool = False) -> None:
     if args.json:
         data = report.to_json(snap, figures)
-        sys.stdout.write((json.dumps(data) if one_line else json.dumps(data, indent=2)) + "\n")
+        sys.stdout.write(jsonio.dumps(data, indent=None if one_line else 2) + "\n")
     else:
         print(report.text(snap, figures))
     sys.stdout.flush()

@@ -18,6 +18,9 @@ import psutil
 BOOT_ID_VAR = "RIGCTL_BOOT_ID"
 PROFILE_VAR = "RIGCTL_PROFILE"
 LOG_VAR = "RIGCTL_LOG"
+# The state dir of the rigctl that started it: the servers of another user, or of another
+# rigctl set-up on the same box, are never adopted.
+STATE_VAR = "RIGCTL_SERVER_STATE"
 
 
 @dataclass(frozen=True)
@@ -99,14 +102,15 @@ class FoundServer:
     argv: tuple[str, ...]
 
 
-def find_rigctl_servers() -> list[FoundServer]:
-    """Every listening process whose environment carries a rigctl boot token."""
+def find_rigctl_servers(state_dir: str) -> list[FoundServer]:
+    """Every listening process whose environment carries a boot token of the rigctl whose state
+    lives in `state_dir`."""
     found: dict[str, FoundServer] = {}
     for listener in listeners():
         if listener.pid is None:
             continue
         env = process_environ(listener.pid)
-        if not env or BOOT_ID_VAR not in env:
+        if not env or BOOT_ID_VAR not in env or env.get(STATE_VAR) != state_dir:
             continue
         leader = _group_of(listener.pid) or listener.pid
         try:

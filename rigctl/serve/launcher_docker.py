@@ -61,7 +61,8 @@ class DockerLauncher:
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         paths.ensure_private_dir(paths.state_dir())
         boot_id = uuid.uuid4().hex
-        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile}
+        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
+               discover.STATE_VAR: str(paths.state_dir())}
         if env_file_problems(env):
             raise ValueError("; ".join(env_file_problems(env)))
         # docker's --env-file takes each line verbatim after the first "=": no quoting to escape

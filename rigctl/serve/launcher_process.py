@@ -89,7 +89,7 @@ class ProcessLauncher:
         log_path = directory / f"{stamp}-{profile}.log"
         boot_id = uuid.uuid4().hex
         env = {**os.environ, **spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
-               discover.LOG_VAR: str(log_path)}
+               discover.LOG_VAR: str(log_path), discover.STATE_VAR: str(paths.state_dir())}
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             child = subprocess.Popen(list(spec.argv), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,

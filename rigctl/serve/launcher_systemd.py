@@ -127,7 +127,8 @@ class SystemdLauncher:
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         paths.ensure_private_dir(paths.state_dir())
         boot_id = uuid.uuid4().hex
-        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile}
+        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
+               discover.STATE_VAR: str(paths.state_dir())}
         write_text_atomic(self.env_file, "".join(env_line(k, v) + "\n" for k, v in env.items()), mode=0o600)
         text = self.dropin_text(spec, profile)
         # world-readable only when it names no secret (the keys live in the 0600 env file)

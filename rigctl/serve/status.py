@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rigctl import paths
 from rigctl.config import Settings
 from rigctl.engine.client import EngineClient, Probe
 from rigctl.jsonio import DamagedFile
@@ -65,7 +66,7 @@ def find_running(settings: Settings, default: Launcher | None = None, thorough: 
 
 
 def _rediscover(settings: Settings) -> ServerRecord | None:
-    found = discover.find_rigctl_servers()
+    found = discover.find_rigctl_servers(str(paths.state_dir()))
     if not found:
         return None
     server = found[0]

@@ -174,7 +174,7 @@ class Rig:
                 env = proc.environ()
             except (psutil.Error, OSError):
                 continue
-            if "RIGCTL_BOOT_ID" in env and env.get("XDG_STATE_HOME") == self.env["XDG_STATE_HOME"] \
+            if "RIGCTL_BOOT_ID" in env and env.get("RIGCTL_SERVER_STATE") == str(self.state_dir) \
                     and proc.status() != psutil.STATUS_ZOMBIE:
                 out.append(proc)
         return out

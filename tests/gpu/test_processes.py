@@ -27,8 +27,15 @@ def test_inspector_names_live_processes_and_tells_a_new_process_from_an_old_one(
     from rigctl.gpu.model import GpuProcess
     from rigctl.gpu.processes import ProcessInspector, process_start
 
+    import time
+
+    import psutil
+
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
+        deadline = time.monotonic() + 5
+        while not psutil.Process(child.pid).cmdline() and time.monotonic() < deadline:
+            time.sleep(0.01)  # on a loaded machine the kernel may show the new image a moment later
         inspector = ProcessInspector()
         holder = GpuProcess(pid=child.pid, used_memory=1)
         (named,) = inspector.enrich((holder,)) or ()
