@@ -89,6 +89,12 @@ def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, roll
             return _transaction(ctx, profile, spec, running, last_good, timeout, rollback)
         except KeyboardInterrupt:
             return _left(ctx, target, last_good)
+        except Exception as exc:  # a fault of rigctl's own: said, and the state left honest
+            message = (f"the switch to {target} broke off: {type(exc).__name__}: {exc}; "
+                       "`rigctl status` shows what runs")
+            _state(ctx, "failed", None, last_good, message)
+            ctx.say("failure", message, target)
+            return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message)
 
 
 def _serving_name() -> str | None:
