@@ -11,6 +11,7 @@ from rigctl.errors import NoDriverError
 from rigctl.gpu.backend import open_backend, selected_sim
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
+from rigctl.profiles.vllm_version import OptionTables
 
 
 def add_global_flags(parser: argparse.ArgumentParser, top_level: bool = False) -> None:
@@ -33,6 +34,16 @@ def add_command(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
 
 def open_sampler(args: argparse.Namespace, with_host: bool = True) -> RigSampler:
     return RigSampler(open_backend(selected_sim(getattr(args, "sim", None))), with_host=with_host)
+
+
+def option_tables(args: argparse.Namespace, cached_only: bool = False) -> OptionTables:
+    """The tables profiles are checked against: those of the vLLM the configured command runs
+    (the simulator's with --sim), or a profile's own `[rigctl] vllm_command`."""
+    from rigctl.config import load_settings
+    from rigctl.serve.launchers import SIM_COMMAND
+
+    command = SIM_COMMAND if selected_sim(getattr(args, "sim", None)) else load_settings().vllm_command
+    return OptionTables(command, cached_only=cached_only)
 
 
 def print_json(value: Any) -> None:

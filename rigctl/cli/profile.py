@@ -9,12 +9,13 @@ from typing import Any
 from rigctl.cli import common, profile_edit
 from rigctl.profiles.text import list_table, show_text
 from rigctl.errors import ExitCode
-from rigctl.profiles.options import load_option_table
-from rigctl.profiles.schema import Diagnostic, ProfileError
+from rigctl.profiles.options import OptionTable
+from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import knobs, launch_diff
 from rigctl.profiles.validate import validate
-from rigctl.profiles.vllm_args import render
+from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.redact import redact_env, redact_mapping
 from rigctl.serve.state import active_profile_name
 
@@ -51,16 +52,26 @@ def register(sub: Any) -> None:
     profile_edit.register(psub)
 
 
+def _noted(notes: set[str], note: str | None) -> None:
+    """A table note once per command, on stderr: --json output stays a clean document."""
+    if note and note not in notes:
+        notes.add(note)
+        print(f"note: {note}", file=sys.stderr)
+
+
 def run_list(args: argparse.Namespace) -> int:
-    store, table = ProfileStore(), load_option_table()
+    store, tables, notes = ProfileStore(), common.option_tables(args), set[str]()
     active = active_profile_name()
     rows = []
     for name in store.names():
         try:
             profile = store.load(name)
+            choice = tables.choose(profile)
+            _noted(notes, choice.note)
             rows.append({"name": name, "active": name == active, "shipped": profile.shipped,
                          "description": profile.description, "model": profile.model,
-                         **knobs(profile, table).as_dict(), "error": None})
+                         "vllm_version": choice.table.version, **knobs(profile, choice.table).as_dict(),
+                         "error": None})
         except ProfileError as exc:
             rows.append({"name": name, "active": name == active, "error": str(exc.diagnostics[0])})
     if args.json:
@@ -71,14 +82,17 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    store, table = ProfileStore(), load_option_table()
+    store, tables = ProfileStore(), common.option_tables(args)
     profile = store.load(args.name)
+    choice = tables.choose(profile)
+    _noted(set(), choice.note)
+    table = choice.table
     diagnostics = validate(profile, table, common.rig_info_or_none(args))
-    spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table)
+    spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table, tables.default_command)
     if args.json:
         common.print_json({
             "name": profile.name, "path": str(profile.path), "shipped": profile.shipped, "chain": profile.chain,
-            "description": profile.description, "model": profile.model,
+            "description": profile.description, "model": profile.model, "vllm_version": table.version,
             "knobs": knobs(profile, table).as_dict(),
             "vllm": redact_mapping(profile.vllm), "env": spec.redacted_env() if spec else redact_env(profile.env),
             "origins": {k: {"path": str(o.path), "line": o.line, "profile": o.profile}
@@ -91,9 +105,15 @@ def run_show(args: argparse.Namespace) -> int:
     return int(ExitCode.BAD_INPUT) if spec is None else 0
 
 
+def _render(tables: OptionTables, profile: Profile, notes: set[str]) -> LaunchSpec:
+    choice = tables.choose(profile)
+    _noted(notes, choice.note)
+    return render(profile, choice.table, tables.default_command)
+
+
 def run_diff(args: argparse.Namespace) -> int:
-    store, table = ProfileStore(), load_option_table()
-    a, b = render(store.load(args.a), table), render(store.load(args.b), table)
+    store, tables, notes = ProfileStore(), common.option_tables(args), set[str]()
+    a, b = _render(tables, store.load(args.a), notes), _render(tables, store.load(args.b), notes)
     changes = launch_diff(a, b)
     if args.json:
         common.print_json([c.__dict__ for c in changes])
@@ -109,18 +129,24 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    store, table = ProfileStore(), load_option_table()
+    store, tables, notes = ProfileStore(), common.option_tables(args), set[str]()
     rig = common.rig_info_or_none(args)
     names = args.names or store.names()
     results: dict[str, list[Diagnostic]] = {}
+    checked: dict[str, str] = {}  # profile -> the vLLM version its table is of
+    used: dict[str, OptionTable] = {}
     for name in names:
         try:
-            results[name] = validate(store.load(name), table, rig)
+            profile = store.load(name)
+            choice = tables.choose(profile)
+            _noted(notes, choice.note)
+            checked[name], used[choice.table.version] = choice.table.version, choice.table
+            results[name] = validate(profile, choice.table, rig)
         except ProfileError as exc:
             results[name] = list(exc.diagnostics)
     failed = [n for n, ds in results.items() if any(d.severity == "error" for d in ds)]
     if args.json:
-        common.print_json({"vllm_version": table.version, "rig": rig.backend if rig else None,
+        common.print_json({"vllm_versions": checked, "rig": rig.backend if rig else None,
                            "profiles": {n: [d.__dict__ for d in ds] for n, ds in results.items()}})
     else:
         for name, diagnostics in results.items():
@@ -130,15 +156,16 @@ def run_validate(args: argparse.Namespace) -> int:
             print(f"{name}: {verdict}" + (f", {warnings} warning{'s' * (warnings != 1)}" if warnings else ""))
             for diagnostic in diagnostics:
                 print(f"  {diagnostic}")
-        checked = f"vLLM {table.version} options ({table.origin})"
-        print(f"checked against {checked}" + (f" and rig {rig.backend}" if rig else "; rig not known, GPU count not checked"),
-              file=sys.stderr)
+        against = ", ".join(f"vLLM {t.version} options ({t.origin})" for t in used.values()) or "no option table"
+        print(f"checked against {against}" + (f" and rig {rig.backend}" if rig else
+                                               "; rig not known, GPU count not checked"), file=sys.stderr)
     return int(ExitCode.BAD_INPUT) if failed else 0
 
 
 def run_argv(args: argparse.Namespace) -> int:
-    store, table = ProfileStore(), load_option_table()
-    spec = render(store.load(args.name), table)
+    """The command that will really run: the configured vllm_command (or the profile's own),
+    rendered for the options of the version it runs."""
+    spec = _render(common.option_tables(args), ProfileStore().load(args.name), set())
     if args.json:
         common.print_json({"argv": spec.redacted_argv(), "env": spec.redacted_env(), "host": spec.host,
                            "port": spec.port, "served_model_names": spec.served_names})

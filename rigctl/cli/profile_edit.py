@@ -9,7 +9,6 @@ from typing import Any
 
 from rigctl.cli import common
 from rigctl.profiles.edit import new_profile, set_value, unset_value
-from rigctl.profiles.options import load_option_table
 from rigctl.profiles.refresh import refresh
 from rigctl.profiles.schema import Diagnostic
 from rigctl.profiles.store import ProfileStore
@@ -45,7 +44,7 @@ def _print_warnings(diagnostics: list[Diagnostic]) -> None:
 
 
 def run_set(args: argparse.Namespace) -> int:
-    warnings = set_value(ProfileStore(), args.name, args.key, args.value, load_option_table(),
+    warnings = set_value(ProfileStore(), args.name, args.key, args.value, common.option_tables(args),
                          common.rig_info_or_none(args, quiet=True))
     _print_warnings(warnings)
     secret = is_secret_option(args.key.partition(".")[2] or args.key) or (
@@ -55,7 +54,7 @@ def run_set(args: argparse.Namespace) -> int:
 
 
 def run_unset(args: argparse.Namespace) -> int:
-    warnings = unset_value(ProfileStore(), args.name, args.key, load_option_table(),
+    warnings = unset_value(ProfileStore(), args.name, args.key, common.option_tables(args),
                            common.rig_info_or_none(args, quiet=True))
     _print_warnings(warnings)
     print(f"{args.name}: {args.key} removed")
@@ -63,7 +62,7 @@ def run_unset(args: argparse.Namespace) -> int:
 
 
 def run_new(args: argparse.Namespace) -> int:
-    path, warnings = new_profile(ProfileStore(), args.name, args.base, load_option_table(),
+    path, warnings = new_profile(ProfileStore(), args.name, args.base, common.option_tables(args),
                                  common.rig_info_or_none(args, quiet=True))
     _print_warnings(warnings)
     print(f"created {path} (extends {args.base})")

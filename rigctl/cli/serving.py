@@ -19,7 +19,7 @@ from rigctl.config import load_settings
 from rigctl.errors import NoDriverError, RigctlError
 from rigctl.gpu.backend import open_backend, selected_sim
 from rigctl.gpu.sampler import RigSampler
-from rigctl.profiles.options import load_option_table
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.profiles.store import ProfileStore
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
@@ -43,8 +43,8 @@ def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext
         sampler = None
     return ServeContext(
         settings=settings, launcher=make_launcher(settings, "process" if sim else None), store=ProfileStore(),
-        table=load_option_table(), rig=sampler.info if sampler else None,
-        vllm_command=SIM_COMMAND if sim else settings.vllm_command, sampler=sampler,
+        tables=OptionTables(SIM_COMMAND if sim else settings.vllm_command), rig=sampler.info if sampler else None,
+        sampler=sampler,
         on_event=on_event or (lambda event: None))
 
 

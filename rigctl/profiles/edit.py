@@ -17,7 +17,7 @@ from tomlkit.items import Table
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import BadInputError
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.options import OptionTable
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.profiles.schema import Diagnostic, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
@@ -85,12 +85,13 @@ def holds_secret(text: str) -> bool:
         is_secret_env(k) for k in env)
 
 
-def _commit(store: ProfileStore, path: Path, text: str, table: OptionTable, rig: RigInfo | None) -> list[Diagnostic]:
+def _commit(store: ProfileStore, path: Path, text: str, tables: OptionTables,
+            rig: RigInfo | None) -> list[Diagnostic]:
     """Validate the new text as the resolved profile it would be; write only if clean of errors.
     A new file that holds a secret is created 0600; an existing file keeps its mode (and is
     warned about when others can read the secret now in it)."""
     profile = store.load_candidate(path, text)
-    diagnostics = validate(profile, table, rig)
+    diagnostics = validate(profile, tables.choose(profile).table, rig)  # the vLLM it will run, edit included
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         raise ProfileError(errors)
@@ -104,7 +105,7 @@ def _commit(store: ProfileStore, path: Path, text: str, table: OptionTable, rig:
     return warnings
 
 
-def set_value(store: ProfileStore, name: str, key: str, raw: str, table: OptionTable,
+def set_value(store: ProfileStore, name: str, key: str, raw: str, tables: OptionTables,
               rig: RigInfo | None = None) -> list[Diagnostic]:
     path = _editable(store, name)
     doc = tomlkit.parse(path.read_text())
@@ -119,10 +120,10 @@ def set_value(store: ProfileStore, name: str, key: str, raw: str, table: OptionT
         target = doc[section]
         existing = _existing_key(target, leaf, section == "env")
         target[existing or leaf] = value
-    return _commit(store, path, tomlkit.dumps(doc), table, rig)
+    return _commit(store, path, tomlkit.dumps(doc), tables, rig)
 
 
-def unset_value(store: ProfileStore, name: str, key: str, table: OptionTable,
+def unset_value(store: ProfileStore, name: str, key: str, tables: OptionTables,
                 rig: RigInfo | None = None) -> list[Diagnostic]:
     path = _editable(store, name)
     doc = tomlkit.parse(path.read_text())
@@ -133,10 +134,10 @@ def unset_value(store: ProfileStore, name: str, key: str, table: OptionTable,
         raise BadInputError(f"{key} is not set in {path}" + (" (it may come from a parent profile)"
                                                              if section else ""))
     del container[existing]
-    return _commit(store, path, tomlkit.dumps(doc), table, rig)
+    return _commit(store, path, tomlkit.dumps(doc), tables, rig)
 
 
-def new_profile(store: ProfileStore, name: str, base: str, table: OptionTable,
+def new_profile(store: ProfileStore, name: str, base: str, tables: OptionTables,
                 rig: RigInfo | None = None) -> tuple[Path, list[Diagnostic]]:
     if "/" in name or not name or name.startswith("."):
         raise BadInputError(f"{name!r} is not a profile name (letters, digits, - and _)")
@@ -149,4 +150,4 @@ def new_profile(store: ProfileStore, name: str, base: str, table: OptionTable,
             f"# Values here override {base} key by key; `rigctl profile show {name}` shows where each comes from.\n"
             f"description = {tomlkit.string(parent.description or name).as_string()}\n"
             f"extends = {tomlkit.string(base).as_string()}\n\n[vllm]\n\n[env]\n")
-    return path, _commit(store, path, text, table, rig)
+    return path, _commit(store, path, text, tables, rig)

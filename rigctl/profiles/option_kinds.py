@@ -68,7 +68,9 @@ def classify_action(*, dest: str, long: list[str], short: list[str], action: str
     entry: dict[str, Any] = {"flags": [long[0]] if long else [], "negative": None, "short": short,
                              "nargs": nargs if nargs in ("+", "?") else None, "choices": None, "known": None,
                              "open_choices": False, "default": _short_default(default)}
-    if action == "EnableDisableAction":
+    # 0.33 subclasses it as EnableDisableAction (--enable-x / --disable-x); 0.32 uses argparse's own
+    # BooleanOptionalAction (--enable-x / --no-enable-x). Both: a bool with its negative spelling.
+    if action in ("EnableDisableAction", "BooleanOptionalAction"):
         entry.update(kind="bool", type="bool", negative=long[1] if len(long) > 1 else None)
         return entry
     if action in ("_StoreTrueAction", "_StoreFalseAction"):

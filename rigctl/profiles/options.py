@@ -1,8 +1,11 @@
-"""The `vllm serve` option table: which keys a profile's [vllm] table may hold.
+"""The `vllm serve` option tables: which keys a profile's [vllm] table may hold, per vLLM version.
 
-Bundled: vLLM 0.33.0's real parser, extracted (rigctl/profiles/data/vllm_options.json).
-`rigctl profile refresh-options` writes the table of an installed vLLM to the config dir,
-and that one wins from then on.
+Bundled: the real parsers of vLLM 0.32.0 and 0.33.0, extracted
+(rigctl/profiles/data/vllm_options_<version>.json). `rigctl profile refresh-options` writes
+the table of an installed vLLM to the config dir (vllm_options/<version>.json), and for that
+version it wins over a bundled one. A profile is checked and rendered against the table of
+the version its command runs (profiles/vllm_version.py); with no table for that version,
+the nearest older one (else the oldest) is used, and said so.
 """
 
 from __future__ import annotations
@@ -107,19 +110,73 @@ class OptionTable:
         return matches[0] if matches else None
 
 
-def user_table_path() -> Path:
-    return paths.config_dir() / "vllm_options.json"
+def release(version: str) -> str:
+    """'0.32.0+cpu' -> '0.32.0': a build's local tag does not change its options."""
+    return version.split("+", 1)[0].strip()
 
 
-@functools.lru_cache(maxsize=4)
-def _load(path: str | None) -> OptionTable:
-    if path is not None:
-        return OptionTable(json.loads(Path(path).read_text()), path)
-    bundled = resources.files("rigctl.profiles") / "data" / "vllm_options.json"
-    return OptionTable(json.loads(bundled.read_text()), "bundled")
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in release(version).replace("rc", ".").split(".")[:4])
 
 
-def load_option_table() -> OptionTable:
-    """The refreshed table of the installed vLLM when there is one, else the bundled one."""
-    user = user_table_path()
-    return _load(str(user) if user.is_file() else None)
+def user_tables_dir() -> Path:
+    return paths.config_dir() / "vllm_options"
+
+
+def user_table_path(version: str) -> Path:
+    return user_tables_dir() / f"{release(version)}.json"
+
+
+def _bundled_dir() -> Path:
+    return Path(str(resources.files("rigctl.profiles") / "data"))
+
+
+def available_tables() -> dict[str, str]:
+    """version -> where its table is: the user's refreshed ones over the bundled ones."""
+    found = {p.stem.removeprefix("vllm_options_"): str(p) for p in _bundled_dir().glob("vllm_options_*.json")}
+    if user_tables_dir().is_dir():
+        found.update({p.stem: str(p) for p in user_tables_dir().glob("*.json")})
+    return dict(sorted(found.items(), key=lambda item: _key(item[0])))
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str) -> OptionTable:
+    origin = "refreshed" if not path.startswith(str(_bundled_dir())) else "bundled"
+    return OptionTable(json.loads(Path(path).read_text()), origin)
+
+
+def load_option_table(version: str | None = None) -> OptionTable:
+    """The table for `version` (see table_for), or the newest when no version is asked."""
+    return table_for(version).table
+
+
+@dataclass(frozen=True)
+class TableChoice:
+    table: OptionTable
+    served: str | None  # the version the command runs, when known
+
+    @property
+    def exact(self) -> bool:
+        return self.served is not None and release(self.served) == self.table.version
+
+    @property
+    def note(self) -> str | None:
+        """What a user must be told: no table for the version that will run, or no version known."""
+        if self.exact:
+            return None
+        if self.served is None:
+            return (f"the vLLM version the command runs is not known yet; checked against vLLM "
+                    f"{self.table.version}'s options ({self.table.origin})")
+        return (f"no option table for vLLM {self.served}; checked against vLLM {self.table.version}'s "
+                f"({self.table.origin}): `rigctl profile refresh-options` builds the right one")
+
+
+def table_for(version: str | None) -> TableChoice:
+    tables = available_tables()
+    if version is not None and release(version) in tables:
+        return TableChoice(_load(tables[release(version)]), version)
+    versions = list(tables)
+    if version is None:
+        return TableChoice(_load(tables[versions[-1]]), None)
+    older = [v for v in versions if _key(v) <= _key(version)]
+    return TableChoice(_load(tables[(older or versions)[-1 if older else 0]]), version)

@@ -72,7 +72,7 @@ def probe(python: str, env: dict[str, str] | None = None, timeout: float = 300.0
 
 
 def build_table(raw: dict[str, Any]) -> dict[str, Any]:
-    bundled = options_module._load(None)
+    bundled = options_module.load_option_table(raw["version"])  # for lists an old vLLM cannot tell
     options = {}
     for a in raw["actions"]:
         header = f"  {', '.join(a['long'])} {a.get('metavar') or ''}"
@@ -81,7 +81,7 @@ def build_table(raw: dict[str, Any]) -> dict[str, Any]:
             nargs=a["nargs"], choices=a["choices"], default=a["default"], help_text=f"{header}\n{a['help']}",
         )
     return {
-        "vllm_version": raw["version"],
+        "vllm_version": options_module.release(raw["version"]),
         "source": "refreshed from an installed vLLM by `rigctl profile refresh-options`",
         "hidden_aliases": raw.get("hidden", []),
         "options": options,
@@ -92,7 +92,7 @@ def build_table(raw: dict[str, Any]) -> dict[str, Any]:
 
 def refresh(python: str, env: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
     table = build_table(probe(python, env))
-    target = options_module.user_table_path()
+    target = options_module.user_table_path(table["vllm_version"])
     write_text_atomic(target, json.dumps(table, indent=1, sort_keys=True) + "\n")
     options_module._load.cache_clear()
     return target, table

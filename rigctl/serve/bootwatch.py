@@ -7,6 +7,7 @@ failure. A process that exits, an error line followed by silence, or the timeout
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -45,11 +46,21 @@ def not_started(profile: str, failure: Failure) -> BootResult:
     return BootResult(profile, False, 0.0, BootReport(), failure, None)
 
 
+def _exited(code: int, report: BootReport) -> Failure:
+    last = report.tail[-1] if report.tail else ""
+    if code < 0 or code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
+        number = -code if code < 0 else code - 128
+        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
+        return Failure("killed", f"vLLM was killed by {name} before it was ready, and not by rigctl", last,
+                       "the OOM killer, another rigctl or a service manager: see `dmesg | tail`")
+    return Failure("exited", f"vLLM exited with status {code} before it was ready", last, "read the log: rigctl logs")
+
+
 def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_event: Callable[[Event], None],
                poll: float = 0.1, clock: Callable[[], float] = time.monotonic,
                cancel: threading.Event | None = None) -> BootResult:
     follower = launcher.follower(record)
-    reader = BootLogReader()
+    reader = BootLogReader(started=record.started)  # phases count the silent imports before vLLM's first line
     start = clock()
     next_probe = start
     error_at: float | None = None
@@ -73,10 +84,7 @@ def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_even
             if code is not None:
                 time.sleep(0.05)
                 drain()
-                last = report.tail[-1] if report.tail else ""
-                return result(False, report.failure or Failure(
-                    "exited", f"vLLM exited with status {code} before it was ready", last,
-                    "read the log: rigctl logs"))
+                return result(False, report.failure or _exited(code, report))
             if cancel is not None and cancel.is_set():
                 return result(False, Failure("interrupted", "interrupted by Ctrl-C before it was ready", "",
                                              "switch again when you are ready"))

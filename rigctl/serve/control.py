@@ -20,6 +20,7 @@ from pathlib import Path
 from rigctl import paths
 from rigctl.config import Settings
 from rigctl.engine.bootlog import BootReport, Failure
+from rigctl.engine.client import EngineClient
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.options import OptionTable
@@ -27,6 +28,7 @@ from rigctl.profiles.schema import Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import history
 from rigctl.serve.bootwatch import BootResult, Event, not_started, watch_boot
 from rigctl.serve.launchers import Launcher
@@ -59,9 +61,8 @@ class ServeContext:
     settings: Settings
     launcher: Launcher
     store: ProfileStore
-    table: OptionTable
+    tables: OptionTables  # the option table of the vLLM each profile's command runs
     rig: RigInfo | None
-    vllm_command: tuple[str, ...]
     sampler: RigSampler | None = None
     on_event: Callable[[Event], None] = field(default=lambda event: None)
     interrupt: Interrupt = field(default_factory=Interrupt)
@@ -70,21 +71,39 @@ class ServeContext:
         self.on_event(Event(kind, text, profile))
 
 
-def prepare(ctx: ServeContext, name: str) -> tuple[Profile, LaunchSpec]:
-    """Load, validate (against the rig) and render; ProfileError touches nothing."""
+@dataclass(frozen=True)
+class Prepared:
+    profile: Profile
+    spec: LaunchSpec
+    table: OptionTable  # what it was checked and rendered against
+
+
+def prepare(ctx: ServeContext, name: str) -> Prepared:
+    """Load, validate against the options of the vLLM its command runs (and the rig), render;
+    ProfileError touches nothing."""
     profile = ctx.store.load(name)
-    diagnostics = validate(profile, ctx.table, ctx.rig)
+    choice = ctx.tables.choose(profile)
+    if choice.note:
+        ctx.say("warning", choice.note, profile.name)
+    diagnostics = validate(profile, choice.table, ctx.rig)
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         raise ProfileError(errors)
     for warning in diagnostics:
         ctx.say("warning", str(warning), profile.name)
-    return profile, render(profile, ctx.table, ctx.vllm_command)
+    return Prepared(profile, render(profile, choice.table, ctx.tables.default_command), choice.table)
+
+
+BOOTING_GRACE = 5.0  # s: vLLM ignores SIGTERM until it is ready; waiting the full grace for it helps nobody
 
 
 def stop_server(ctx: ServeContext, record: ServerRecord, launcher: Launcher, grace: float | None = None) -> None:
     """Stop and forget a server; StopFailed (record kept, so a later stop can retry) if it stays."""
     grace = ctx.settings.stop_grace if grace is None else grace
+    if grace > BOOTING_GRACE and not _answers(record):
+        grace = BOOTING_GRACE
+        ctx.say("step", f"{record.profile} is still booting, and vLLM ignores SIGTERM until it is ready: "
+                f"SIGKILL after {grace:.0f} s", record.profile)
     ctx.say("step", f"stopping {record.profile} (grace {grace:.0f} s)", record.profile)
     launcher.stop(record, grace)
     try:
@@ -92,6 +111,11 @@ def stop_server(ctx: ServeContext, record: ServerRecord, launcher: Launcher, gra
     except OSError as exc:  # a read-only state dir: the record of a dead server is only stale
         ctx.say("warning", f"the server record could not be removed ({_reason(exc)})", record.profile)
     _wait_vram_released(ctx, record)
+
+
+def _answers(record: ServerRecord) -> bool:
+    with EngineClient(record.base_url, timeout=0.5) as client:
+        return client.probe().healthy
 
 
 def _wait_vram_released(ctx: ServeContext, record: ServerRecord, limit: float = 15.0) -> None:
@@ -188,7 +212,7 @@ def _record_boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: 
 def _stop_quietly(ctx: ServeContext, record: ServerRecord) -> None:
     """Nothing half-started stays behind; a stop that fails is said, and the record stays."""
     try:
-        ctx.launcher.stop(record, min(ctx.settings.stop_grace, 10.0))
+        ctx.launcher.stop(record, min(ctx.settings.stop_grace, BOOTING_GRACE))  # never ready: SIGTERM is ignored
     except Exception as exc:
         ctx.say("warning", f"the failed server for {record.profile} could not be stopped: {_reason(exc)}; "
                 f"it stays recorded (rigctl stop retries)", record.profile)

@@ -68,8 +68,9 @@ def _refused(ctx: ServeContext, target: str, reason: str, running: str | None) -
 
 def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, rollback: bool = True,
            lock_wait: float | None = None, force: bool = False) -> SwitchOutcome:
-    profile, spec = prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
-    settings, _ = resolve_settings(profile, ctx.table)
+    prepared = prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
+    profile, spec = prepared.profile, prepared.spec
+    settings, _ = resolve_settings(profile, prepared.table)
     refusal = preflight.before_lock(ctx, spec)
     if refusal:
         return _refused(ctx, target, refusal.reason, _serving_name())
@@ -145,7 +146,8 @@ def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, la
     ctx.interrupt.requested.clear()  # the first Ctrl-C was for the new boot, not for the rollback
     ctx.say("step", f"rolling back to {last_good}", last_good)
     try:
-        previous, previous_spec = prepare(ctx, last_good)
+        again_prepared = prepare(ctx, last_good)
+        previous, previous_spec = again_prepared.profile, again_prepared.spec
     except Exception as exc:  # the last good profile itself may have become invalid on disk
         message = f"{why}; rollback to {last_good} impossible: {exc}; nothing serves"
         _state(ctx, "failed", None, last_good, message)

@@ -30,7 +30,7 @@ TYPES: dict[str, Any] = {"int": int, "float": float, "human_int": _human, "human
 def build_parser(table: OptionTable | None = None, reject: frozenset[str] = frozenset()) -> argparse.ArgumentParser:
     """`reject` drops flags, as an older vLLM that never had them would (RIGCTL_SIM_REJECT_FLAGS)."""
     table = table or load_option_table()
-    parser = argparse.ArgumentParser(prog="vllm serve", add_help=True)
+    parser = argparse.ArgumentParser(prog="vllm", add_help=True)  # vLLM says "vllm: error: ..."
     parser.add_argument("model_tag")
     for option in table.options.values():
         if reject & {*option.flags, option.negative}:

@@ -16,15 +16,18 @@ from typing import TextIO
 from rigctl.sim.memory import GIB, EngineConfig, MemoryPlan
 from rigctl.sim.models import ModelSpec
 
-VERSION = "0.33.0"
+VERSION = "0.33.0"  # the vLLM the simulator is, unless started with --as-version
+LOGO = ("", "       █     █     █▄   ▄█", " ▄▄ ▄█ █     █     █ ▀▄▀ █  version {version}",
+        "  █▄█▀ █     █     █     █  model   {model}", "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀", "")
 
 
 class VllmLog:
     """Writes lines in vLLM 0.33's format: `(Process pid=N) LEVEL mm-dd HH:MM:SS [file.py:line] message`."""
 
-    def __init__(self, stream: TextIO, pid: int) -> None:
+    def __init__(self, stream: TextIO, pid: int, version: str = VERSION) -> None:
         self.stream = stream
         self.pid = pid
+        self.version = version
         self.clock_offset = clock_offset()
 
     def __call__(self, process: str, source: str, message: str, level: str = "INFO", offset: int = 0) -> None:
@@ -36,7 +39,15 @@ class VllmLog:
         self.stream.flush()
 
     def uvicorn(self, message: str) -> None:
-        self.raw(f"(APIServer pid={self.pid}) INFO:     {message}")
+        self.raw(f"INFO:     {message}")  # uvicorn's own logger: no process prefix, no stamp
+
+    def banner(self, model: str) -> None:
+        """What vLLM 0.32+ prints first: its logo, or the text line with VLLM_DISABLE_LOG_LOGO=1."""
+        if os.environ.get("VLLM_DISABLE_LOG_LOGO") == "1":
+            self("APIServer", "api_utils.py:352", f"vLLM server version {self.version}, serving model {model}")
+            return
+        for line in LOGO:
+            self("APIServer", "api_utils.py:347", line.format(version=self.version, model=model))
 
 
 class BootFailed(Exception):
@@ -99,7 +110,7 @@ def run_boot(log: VllmLog, cfg: EngineConfig, model: ModelSpec, plans: list[Memo
     """Write the boot log for `plans` (one per GPU); raise BootFailed after the explaining lines."""
     worker = "Worker_TP0" if cfg.tp * cfg.pp > 1 else engine_processes(cfg)[0]
     first = plans[0]
-    log("EngineCore", "core.py:140", f"Initializing a V1 LLM engine (v{VERSION}) with config: model='{cfg.model}', "
+    log("EngineCore", "core.py:140", f"Initializing a V1 LLM engine (v{log.version}) with config: model='{cfg.model}', "
         f"tensor_parallel_size={cfg.tp}, pipeline_parallel_size={cfg.pp}, data_parallel_size={cfg.dp}, "
         f"max_seq_len={first.max_model_len}, kv_cache_dtype={cfg.kv_cache_dtype}, enforce_eager={cfg.enforce_eager}",
         offset=1)

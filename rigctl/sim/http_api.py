@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from rigctl.sim import exposition
-from rigctl.sim.boot import VERSION, VllmLog
+from rigctl.sim.boot import VllmLog
 from rigctl.sim.engine import EngineSim, Request
 
 
@@ -71,7 +71,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path in ("/health", "/ping"):
             self._send(200, b"")
         elif path == "/version":
-            self._json(200, {"version": VERSION})
+            self._json(200, {"version": self.server.log.version})
         elif path == "/load":
             self._json(200, {"server_load": 0})
         elif path == "/metrics":

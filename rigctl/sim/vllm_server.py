@@ -22,6 +22,7 @@ from rigctl.gpu.rigspec import RigSpec, load_rig
 from rigctl.gpu.sim_claims import default_claims_dir, remove_claim, write_claim
 from rigctl.gpu.simulated import SimulatedBackend
 from rigctl.sim import args as sim_args
+from rigctl.profiles.options import load_option_table
 from rigctl.sim.boot import VERSION, BootFailed, VllmLog, engine_processes, pause, run_boot
 from rigctl.sim.engine import EngineReplica, EngineSim, Speed
 from rigctl.sim.http_api import Handler, SimServer
@@ -82,17 +83,26 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`[--as-version X] serve MODEL [flags]` or `[--as-version X] --version`: X (default VERSION)
+    is the vLLM it behaves as: that version's parser, logo and /version."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    version = VERSION
+    if argv[:1] == ["--as-version"] and len(argv) > 1:
+        version, argv = argv[1], argv[2:]
+    if argv[:1] in (["--version"], ["-v"]):
+        print(version)
+        return 0
     if not argv or argv[0] != "serve":
         print("usage: vllm serve MODEL [options]", file=sys.stderr)
         return 2
     pause(7.0)  # vLLM spends its first seconds importing, silent, before it parses or binds anything
     reject = frozenset(f for f in os.environ.get("RIGCTL_SIM_REJECT_FLAGS", "").split(",") if f)
-    ns = sim_args.build_parser(reject=reject).parse_args(argv[1:])  # exits 2 on unknown flags, as vLLM does
+    parser = sim_args.build_parser(load_option_table(version), reject=reject)
+    ns = parser.parse_args(argv[1:])  # exits 2 on unknown flags, as vLLM does
     cfg = sim_args.engine_config(ns)
-    log = VllmLog(sys.stdout, os.getpid())
-    log("APIServer", "startup.py:38", f"vLLM server version {VERSION}, serving model {cfg.model}")
-    log("APIServer", "startup.py:96", f"non-default args: {non_default_args(ns)}")
+    log = VllmLog(sys.stdout, os.getpid(), version)
+    log.banner(cfg.model)
+    log("APIServer", "api_utils.py:286", f"non-default args: {non_default_args(ns)}")
     host = ns.host if ns.host is not None else "0.0.0.0"
     port = ns.port or 8000
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -100,10 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sock.bind((host, port))  # bound before the engine starts, listening only when ready
     except OSError as exc:
-        log.raw(f"(APIServer pid={os.getpid()}) Traceback (most recent call last):")
-        log.raw(f'(APIServer pid={os.getpid()})   File "vllm/entrypoints/launchers/launcher.py", line 352, in '
-                "create_server_socket")
-        log.raw(f"(APIServer pid={os.getpid()}) OSError: [Errno {exc.errno}] {exc.strerror}")
+        log.raw("Traceback (most recent call last):")
+        log.raw('  File "vllm/entrypoints/launchers/launcher.py", line 352, in create_server_socket')
+        log.raw(f"OSError: [Errno {exc.errno}] {exc.strerror}")
         return 1
     rig = load_rig(os.environ.get("RIGCTL_SIM") or DEFAULT_RIG)
     model = lookup(cfg.model)

@@ -20,6 +20,7 @@ from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.jsonio import DamagedFile
 from rigctl.monitor import Monitor
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import switch as transaction
 from rigctl.serve.control import ServeContext
 from rigctl.serve.record import read_record
@@ -77,7 +78,8 @@ class RigApp(App[None]):
         self.alerts = AlertTracker()
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
-        self.profiles = ProfilesScreen(sampler.info)
+        self.profiles = ProfilesScreen(sampler.info, serve.tables if serve else OptionTables(
+            self.settings.vllm_command, cached_only=True))
         self.logs = LogScreen(self.settings)
         self.history = HistoryScreen(id="history")
         self.boot: BootScreen | None = None

@@ -8,6 +8,7 @@ from rigctl.gpu.model import RigInfo
 from rigctl.gpu.rigspec import load_rig
 from rigctl.profiles.options import OptionTable, load_option_table
 from rigctl.profiles.store import ProfileStore
+from rigctl.profiles.vllm_version import OptionTables
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -15,6 +16,12 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 @pytest.fixture
 def table() -> OptionTable:
     return load_option_table()
+
+
+@pytest.fixture
+def tables() -> OptionTables:
+    """As the CLI builds them on a machine whose `vllm` is not on PATH: the newest table."""
+    return OptionTables(("vllm",))
 
 
 @pytest.fixture

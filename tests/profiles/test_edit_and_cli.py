@@ -31,11 +31,11 @@ VLLM_LOGGING_LEVEL = "INFO"
 '''
 
 
-def test_set_keeps_comments_key_order_and_formatting(store: ProfileStore, table, user_dir: Path) -> None:
+def test_set_keeps_comments_key_order_and_formatting(store: ProfileStore, tables, user_dir: Path) -> None:
     path = write(user_dir, "exp", COMMENTED)
-    set_value(store, "exp", "vllm.max_num_seqs", "11", table)
-    set_value(store, "exp", "vllm.async_scheduling", "true", table)
-    set_value(store, "exp", "env.NCCL_P2P_DISABLE", '"1"', table)
+    set_value(store, "exp", "vllm.max_num_seqs", "11", tables)
+    set_value(store, "exp", "vllm.async_scheduling", "true", tables)
+    set_value(store, "exp", "env.NCCL_P2P_DISABLE", '"1"', tables)
     text = path.read_text()
     assert text == COMMENTED.replace("max_num_seqs = 10", "max_num_seqs = 11").replace(
         'kv_cache_dtype = "fp8_e5m2"  # the 3090 has no e4m3',
@@ -44,9 +44,9 @@ def test_set_keeps_comments_key_order_and_formatting(store: ProfileStore, table,
     assert store.load("exp").vllm["max_num_seqs"] == 11
 
 
-def test_set_updates_a_kebab_key_in_place(store, table, user_dir: Path) -> None:
+def test_set_updates_a_kebab_key_in_place(store, tables, user_dir: Path) -> None:
     path = write(user_dir, "kebab", 'extends = "qwen36-27b-awq-tp2"\n[vllm]\nmax-num-seqs = 4 # four\n')
-    set_value(store, "kebab", "vllm.max_num_seqs", "6", table)
+    set_value(store, "kebab", "vllm.max_num_seqs", "6", tables)
     assert path.read_text() == 'extends = "qwen36-27b-awq-tp2"\n[vllm]\nmax-num-seqs = 6 # four\n'
 
 
@@ -56,36 +56,36 @@ def test_set_updates_a_kebab_key_in_place(store, table, user_dir: Path) -> None:
     ("vllm.swap_space", "4", "removed from vllm serve in 0.18.0"),
     ("extends", '"nothing-like-this"', "missing parent"),
 ])
-def test_refused_edit_leaves_the_file_byte_identical(store, table, user_dir: Path, key, value, message) -> None:
+def test_refused_edit_leaves_the_file_byte_identical(store, tables, user_dir: Path, key, value, message) -> None:
     path = write(user_dir, "exp", COMMENTED)
     before = path.read_bytes(), path.stat().st_mtime_ns
     with pytest.raises(ProfileError) as err:
-        set_value(store, "exp", key, value, table)
+        set_value(store, "exp", key, value, tables)
     assert message in str(err.value)
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     assert sorted(p.name for p in user_dir.iterdir()) == ["exp.toml"]  # no temp file left behind
 
 
-def test_shipped_profiles_are_not_edited_in_place(store, table) -> None:
+def test_shipped_profiles_are_not_edited_in_place(store, tables) -> None:
     shipped = store.path_for("qwen36-27b-awq-tp2")
     before = shipped.read_bytes()
     with pytest.raises(BadInputError, match="rigctl profile new my-qwen36-27b-awq-tp2 --from qwen36-27b-awq-tp2"):
-        set_value(store, "qwen36-27b-awq-tp2", "vllm.max_num_seqs", "4", table)
+        set_value(store, "qwen36-27b-awq-tp2", "vllm.max_num_seqs", "4", tables)
     assert shipped.read_bytes() == before
 
 
-def test_new_from_base_then_unset(store, table, user_dir: Path) -> None:
-    path, warnings = new_profile(store, "mine", "qwen36-27b-fp8-tp2", table)
+def test_new_from_base_then_unset(store, tables, user_dir: Path) -> None:
+    path, warnings = new_profile(store, "mine", "qwen36-27b-fp8-tp2", tables)
     assert warnings == [] and path == user_dir / "mine.toml"
     profile = store.load("mine")
     assert profile.model == "Qwen/Qwen3.6-27B-FP8" and profile.chain[:2] == ("mine", "qwen36-27b-fp8-tp2")
-    set_value(store, "mine", "vllm.max_num_seqs", "12", table)
-    unset_value(store, "mine", "vllm.max_num_seqs", table)
+    set_value(store, "mine", "vllm.max_num_seqs", "12", tables)
+    unset_value(store, "mine", "vllm.max_num_seqs", tables)
     assert store.load("mine").vllm["max_num_seqs"] == 8  # the parent's value shows through again
     with pytest.raises(BadInputError, match="not set in"):
-        unset_value(store, "mine", "vllm.max_num_seqs", table)
+        unset_value(store, "mine", "vllm.max_num_seqs", tables)
     with pytest.raises(BadInputError, match="already exists"):
-        new_profile(store, "mine", "qwen36-27b-fp8-tp2", table)
+        new_profile(store, "mine", "qwen36-27b-fp8-tp2", tables)
 
 
 def test_cli_validate_reports_file_line_and_suggestion(user_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

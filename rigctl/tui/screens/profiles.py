@@ -14,13 +14,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.options import load_option_table
+from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import Change, knobs, launch_diff
 from rigctl.profiles.text import show_text
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve.state import active_profile_name
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
@@ -36,11 +37,13 @@ class ProfileEntry:
     diagnostics: tuple[Diagnostic, ...]
     spec: LaunchSpec | None
     cells: dict[str, str]
+    table: OptionTable | None = None  # what it was checked against
 
 
-def load_entries(rig: RigInfo | None) -> tuple[list[ProfileEntry], str | None]:
-    """Every profile validated and rendered: file reads, done off the UI thread."""
-    store, table = ProfileStore(), load_option_table()
+def load_entries(rig: RigInfo | None, tables: OptionTables) -> tuple[list[ProfileEntry], str | None]:
+    """Every profile validated and rendered: file reads (and a first `vllm --version`), done off
+    the UI thread."""
+    store = ProfileStore()
     entries = []
     for name in store.names():
         try:
@@ -48,9 +51,11 @@ def load_entries(rig: RigInfo | None) -> tuple[list[ProfileEntry], str | None]:
         except ProfileError as exc:
             entries.append(ProfileEntry(name, None, tuple(exc.diagnostics), None, {}))
             continue
+        table = tables.choose(profile).table
         diagnostics = tuple(validate(profile, table, rig))
-        spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table)
-        entries.append(ProfileEntry(name, profile, diagnostics, spec, knobs(profile, table).cells()))
+        spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table,
+                                                                                   tables.default_command)
+        entries.append(ProfileEntry(name, profile, diagnostics, spec, knobs(profile, table).cells(), table))
     return entries, active_profile_name()
 
 
@@ -71,9 +76,10 @@ class ProfilesScreen(Screen[None]):
                 Binding("ctrl+r", "reload", "Reload", tooltip="read the profile files again"),
                 Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard")]
 
-    def __init__(self, rig: RigInfo | None) -> None:
+    def __init__(self, rig: RigInfo | None, tables: OptionTables) -> None:
         super().__init__(id="profiles")
         self.rig = rig
+        self.tables = tables
         self.entries: dict[str, ProfileEntry] = {}
         self.active: str | None = None
         self.columns: tuple[str, ...] = ()
@@ -92,7 +98,7 @@ class ProfilesScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="profiles", exit_on_error=False, description="Loading profiles")
     def _load(self) -> None:
-        entries, active = load_entries(self.rig)
+        entries, active = load_entries(self.rig, self.tables)
         self.app.call_from_thread(self._show_entries, entries, active)
 
     def on_resize(self) -> None:
@@ -146,7 +152,8 @@ class ProfilesScreen(Screen[None]):
         if entry.profile is None:
             detail.update(Text("\n".join(str(d) for d in entry.diagnostics), style="red"))
             return
-        out = Text(show_text(entry.profile, load_option_table(), entry.spec, []))
+        assert entry.table is not None
+        out = Text(show_text(entry.profile, entry.table, entry.spec, []))
         active = self.entries.get(self.active or "")
         if entry.spec and active and active.spec and active.name != entry.name:
             out.append("\n\n" + diff_text(launch_diff(active.spec, entry.spec), active.name))
