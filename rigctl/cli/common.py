@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rigctl import jsonio
+from rigctl.config import Settings
 from rigctl.errors import NoDriverError
 from rigctl.gpu.backend import open_backend, selected_sim
 from rigctl.gpu.model import RigInfo
@@ -34,6 +35,12 @@ def add_command(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
 
 def open_sampler(args: argparse.Namespace, with_host: bool = True) -> RigSampler:
     return RigSampler(open_backend(selected_sim(getattr(args, "sim", None))), with_host=with_host)
+
+
+def serves_without_a_driver(settings: Settings) -> bool:
+    """A launcher or a vLLM command was configured: a box serving the CPU build of vLLM, where
+    no NVIDIA driver is no reason to refuse."""
+    return {settings.sources.get(k, "default") for k in ("launcher", "vllm_command")} != {"default"}
 
 
 def option_tables(args: argparse.Namespace, cached_only: bool = False) -> OptionTables:

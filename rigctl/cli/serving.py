@@ -36,8 +36,7 @@ def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext
     try:
         sampler: RigSampler | None = RigSampler(open_backend(sim), with_host=False)
     except NoDriverError as exc:
-        configured = {settings.sources.get(k, "default") for k in ("launcher", "vllm_command")} != {"default"}
-        if not configured:
+        if not common.serves_without_a_driver(settings):
             raise RigctlError(f"{exc}; or, to serve without an NVIDIA driver (a CPU build of vLLM), set [server] "
                               "vllm_command (or launcher) in config.toml") from exc
         sampler = None

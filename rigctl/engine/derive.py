@@ -17,9 +17,20 @@ from rigctl.gpu.model import GpuSample
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """A quantile as far as the buckets know it: `~` inside a bucket (linear, as Prometheus'
+    histogram_quantile), `<` below the first bucket's edge (vLLM's first edges are coarse:
+    0.3 s for queue time, so inventing 0.15 s there would be a lie), `>` beyond the last
+    finite edge."""
+
+    value: float
+    relation: str = "~"  # "~" | "<" | ">"
+
+
+@dataclass(frozen=True)
 class Quantiles:
-    p50: float | None
-    p95: float | None
+    p50: Estimate | None
+    p95: Estimate | None
     count: float
 
 
@@ -34,6 +45,8 @@ class IntervalFigures:
     hit_rate_lifetime: float | None = None
     preemptions: float | None = None
     latency: dict[str, Quantiles] = field(default_factory=dict)  # ttft, itl, tpot, e2e, queue
+    latency_seconds: float | None = None  # the window the quantiles are over (None: this interval)
+    decoding: bool = False  # tokens were generated in the interval: latency "idle" would be wrong
     acceptance_rate: float | None = None  # accepted / draft tokens
     mean_acceptance_length: float | None = None  # 1 + accepted / drafts
     acceptance_per_position: tuple[float, ...] = ()
@@ -71,6 +84,23 @@ def histogram_quantile(q: float, buckets: tuple[tuple[float, float], ...]) -> fl
     return lower_bound
 
 
+def quantile_estimate(q: float, buckets: tuple[tuple[float, float], ...]) -> Estimate | None:
+    """The q-quantile of cumulative (le, count) buckets, never interpolated where the buckets
+    say nothing: in the first bucket it is only known to be below its edge, in +Inf above the
+    last finite one."""
+    if not buckets or buckets[-1][1] <= 0 or math.isnan(buckets[-1][1]):
+        return None
+    rank = q * buckets[-1][1]
+    holder = next(i for i, (_, cumulative) in enumerate(buckets) if cumulative >= rank)
+    edge = buckets[holder][0]
+    if math.isinf(edge):
+        return Estimate(buckets[holder - 1][0], ">") if holder else None
+    if holder == 0:
+        return Estimate(edge, "<")
+    value = histogram_quantile(q, buckets)
+    return None if value is None else Estimate(value, "~")
+
+
 def _histogram_delta(before: Histogram | None, after: Histogram | None) -> tuple[tuple[tuple[float, float], ...],
                                                                                float]:
     if after is None:
@@ -90,6 +120,15 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     if numerator is None or denominator is None or denominator <= 0:
         return None
     return numerator / denominator
+
+
+def latency_quantiles(before: EngineSnapshot, after: EngineSnapshot) -> dict[str, Quantiles]:
+    """TTFT, ITL, TPOT, e2e and queue p50/p95 of what the histograms observed between two scrapes."""
+    latency = {}
+    for key in after.histograms:
+        buckets, count = _histogram_delta(before.histograms.get(key), after.histograms[key])
+        latency[key] = Quantiles(quantile_estimate(0.5, buckets), quantile_estimate(0.95, buckets), count)
+    return latency
 
 
 def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | None = None,
@@ -113,10 +152,7 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | Non
         restarted = restarted or reset
         if value:
             finished[reason] = value
-    latency = {}
-    for key in after.histograms:
-        buckets, count = _histogram_delta(before.histograms.get(key), after.histograms[key])
-        latency[key] = Quantiles(histogram_quantile(0.5, buckets), histogram_quantile(0.95, buckets), count)
+    latency = latency_quantiles(before, after)
     drafts = deltas.get("spec_drafts")
     per_position = tuple(
         (_delta(before.accepted_per_position.get(p), after.accepted_per_position[p])[0] or 0.0) / drafts
@@ -139,6 +175,7 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | Non
         mean_acceptance_length=(1 + deltas["spec_accepted_tokens"] / drafts)
         if drafts and deltas.get("spec_accepted_tokens") is not None else None,
         acceptance_per_position=per_position, finished=finished, power_w=power,
+        decoding=bool(deltas.get("generation_tokens")) or bool(after.running),
         joules_per_token=power / generation_tps if power is not None and generation_tps else None,
     )
 

@@ -8,17 +8,22 @@ how rigctl started one).
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rigctl.engine.client import EngineClient, EngineHTTPError, Probe
-from rigctl.engine.derive import IntervalFigures, interval
+from rigctl.engine.derive import IntervalFigures, interval, latency_quantiles
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.gpu.model import GpuSample
 
 PROBE_EVERY = 5  # ticks between /health + /v1/models checks while /metrics answers
+# TTFT and TPOT are observed once per request, when it finishes: over one second most
+# intervals hold none even while a dozen requests decode. Quantiles come from this window.
+LATENCY_WINDOW = 30.0
 LOOPBACK_TIMEOUT = 0.8  # s: a local vLLM answers /metrics in milliseconds; a stuck one must not hold a tick
 
 
@@ -54,6 +59,7 @@ class EnginePoller:
         self._client: EngineClient | None = None
         self._target: Endpoint | None = None
         self._previous: EngineSnapshot | None = None
+        self._window: collections.deque[EngineSnapshot] = collections.deque()
         self._previous_gpus: tuple[GpuSample, ...] = ()
         self._last: EngineState = EngineState(None, None, None, None)
         self._tick = 0
@@ -65,6 +71,7 @@ class EnginePoller:
                 self._client.close()
             self._client = EngineClient(target.url, target.api_key, timeout=_timeout_for(target.url))
             self._previous, self._tick = None, 0
+            self._window.clear()
         self._target = target
         return self._client
 
@@ -74,6 +81,7 @@ class EnginePoller:
         self._last = EngineState(self._last.target, self._last.snapshot, self._last.figures, None, error=error,
                                  since=since)
         self._previous = None
+        self._window.clear()
         return self._last
 
     def poll(self, target: Endpoint | None, gpus: tuple[GpuSample, ...] = ()) -> EngineState:
@@ -91,14 +99,28 @@ class EnginePoller:
             since = self._last.since or self._clock()
             self._last = EngineState(target, self._last.snapshot, self._last.figures, probe, error, since)
             self._previous = None  # the next good scrape starts a fresh interval
+            self._window.clear()
             return self._last
         figures = None
         if self._previous is not None:
             serving = frozenset(s.index for s in gpus if any(p.is_vllm for p in s.processes or ())) or None
             figures = interval(self._previous, current, None, self._previous_gpus, gpus, serving)
+            if figures.restarted:
+                self._window.clear()
+            figures = self._over_window(figures, current)
+        self._window.append(current)
         self._previous, self._previous_gpus = current, gpus
         self._last = EngineState(target, current, figures, probe)
         return self._last
+
+    def _over_window(self, figures: IntervalFigures, current: EngineSnapshot) -> IntervalFigures:
+        while len(self._window) > 1 and current.timestamp - self._window[1].timestamp >= LATENCY_WINDOW:
+            self._window.popleft()
+        if not self._window:
+            return figures
+        start = self._window[0]
+        return dataclasses.replace(figures, latency=latency_quantiles(start, current),
+                                   latency_seconds=current.timestamp - start.timestamp)
 
     def close(self) -> None:
         if self._client:

@@ -6,14 +6,30 @@ import dataclasses
 from typing import Any
 
 from rigctl import fmt
-from rigctl.engine.derive import IntervalFigures
+from rigctl.engine.derive import Estimate, IntervalFigures
 from rigctl.engine.metrics import EngineSnapshot
 
 
-def ms(seconds: float | None) -> str:
+def ms(seconds: float | Estimate | None) -> str:
+    """A latency for display; an Estimate keeps what the buckets know: `< 300 ms`, `> 80.0 s`."""
     if seconds is None:
         return fmt.NA
+    if isinstance(seconds, Estimate):
+        return (f"{seconds.relation} " if seconds.relation != "~" else "") + ms(seconds.value)
     return f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+
+
+def quantiles(figures: IntervalFigures, key: str) -> str:
+    """`p50 12 ms p95 40 ms`; `idle` only when nothing decodes; else that none finished in the window."""
+    q = figures.latency.get(key)
+    if q is None:
+        return "n/a"
+    if not q.count:
+        if not figures.decoding:
+            return "idle"
+        window = figures.latency_seconds or figures.seconds
+        return f"none finished in {window:.0f} s"
+    return f"p50 {ms(q.p50)} p95 {ms(q.p95)}"
 
 
 def kv_line(snap: EngineSnapshot) -> str:
@@ -23,16 +39,9 @@ def kv_line(snap: EngineSnapshot) -> str:
 
 
 def latency_line(figures: IntervalFigures) -> str:
-    parts = []
-    for key, label in (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT")):
-        q = figures.latency.get(key)
-        if q is None:
-            parts.append(f"{label} n/a")
-        elif not q.count:
-            parts.append(f"{label} idle")
-        else:
-            parts.append(f"{label} p50 {ms(q.p50)} p95 {ms(q.p95)}")
-    return "  ".join(parts)
+    window = f" (over {figures.latency_seconds:.0f} s)" if figures.latency_seconds else ""
+    return "  ".join(f"{label} {quantiles(figures, key)}" for key, label in
+                     (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"))) + window
 
 
 def spec_line(figures: IntervalFigures) -> str | None:

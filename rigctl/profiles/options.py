@@ -171,6 +171,11 @@ class TableChoice:
                 f"({self.table.origin}): `rigctl profile refresh-options` builds the right one")
 
 
+def versions_having(key: str) -> list[str]:
+    """The vLLM versions (of the tables here) whose `vllm serve` takes `key`."""
+    return [version for version, path in available_tables().items() if _load(path).resolve(key) is not None]
+
+
 def table_for(version: str | None) -> TableChoice:
     tables = available_tables()
     if version is not None and release(version) in tables:

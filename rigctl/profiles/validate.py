@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.options import MTP_ALIASES, REMOVED, SPEC_METHODS, OptionTable, VllmOption
+from rigctl.profiles.options import MTP_ALIASES, REMOVED, SPEC_METHODS, OptionTable, VllmOption, versions_having
 from rigctl.profiles.schema import Diagnostic, Profile
 
 _HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
@@ -142,7 +142,9 @@ def resolve_settings(profile: Profile, table: OptionTable) -> tuple[dict[str, Se
         if found is None:
             close = table.closest(norm)
             hint = f"; did you mean {close}?" if close else ""
-            problems.append(profile.diagnostic("error", dotted, f"not a vllm serve option{hint}"))
+            elsewhere = [v for v in versions_having(norm) if v != table.version]
+            where = f" of vLLM {table.version} (vLLM {', '.join(elsewhere)} has it)" if elsewhere else ""
+            problems.append(profile.diagnostic("error", dotted, f"not a vllm serve option{where}{hint}"))
             continue
         option, negated = found
         if negated:

@@ -66,12 +66,53 @@ def render(stats: Stats, model_name: str, cache_info: dict[str, str], started: f
         add(f"# TYPE vllm:{name}_created gauge")
         for e in engines:
             add(f"vllm:{name}_created{_labels(engine=str(e), model_name=model_name)} {go_float(stats.created)}")
+    _quiet_families(add, engines, model_name, stats.created)
     add("# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig")
     add("# TYPE vllm:cache_config_info gauge")
     for e in engines:
         add(f"vllm:cache_config_info{_labels(engine=str(e), **cache_info)} 1.0")
     add("")
     return "\n".join(lines)
+
+
+# Families real vLLM 0.32/0.33 expose that the simulated engine has no figures for: present,
+# with vLLM's names, types and bucket edges, so a scrape of the simulator has every family a
+# scrape of vLLM has (tests/sim compares them with a real CPU-build scrape).
+_QUIET_COUNTERS = ("estimated_flops_per_gpu", "estimated_read_bytes_per_gpu", "estimated_write_bytes_per_gpu",
+                   "external_prefix_cache_queries", "external_prefix_cache_hits", "mm_cache_queries",
+                   "mm_cache_hits")
+_QUIET_HISTOGRAMS = {
+    "iteration_tokens_total": (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384),
+    "request_max_num_generation_tokens": (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000),
+    "request_num_preemptions": (1, 2, 5, 10, 20, 50, 100),
+    "request_params_max_tokens": (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000),
+    "request_params_n": (1, 2, 5, 10, 20),
+    "request_prefill_kv_computed_tokens": (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000),
+}
+
+
+def _quiet_families(add, engines: range, model_name: str, created: float) -> None:  # noqa: ANN001
+    add("# TYPE vllm:admission_rejections_total counter")
+    for reason in ("max_num_queued_reqs", "max_num_queued_tokens"):
+        add(f"vllm:admission_rejections_total{_labels(model_name=model_name, reason=reason)} 0.0")
+    for e in engines:
+        labels = {"engine": str(e), "model_name": model_name}
+        add("# TYPE vllm:engine_sleep_state gauge")
+        for state, value in (("awake", 1.0), ("weights_offloaded", 0.0), ("discard_all", 0.0)):
+            add(f"vllm:engine_sleep_state{_labels(**labels, sleep_state=state)} {value}")
+        for name in _QUIET_COUNTERS:
+            add(f"# TYPE vllm:{name}_total counter")
+            add(f"vllm:{name}_total{_labels(**labels)} 0.0")
+            add(f"vllm:{name}_created{_labels(**labels)} {go_float(created)}")
+        add("# TYPE vllm:prompt_tokens_cached_by_source_total counter")
+        for source in ("device", "host", "disk", "p2p", "external_unspecified"):
+            add(f"vllm:prompt_tokens_cached_by_source_total{_labels(**labels, source=source)} 0.0")
+        for name, edges in _QUIET_HISTOGRAMS.items():
+            add(f"# TYPE vllm:{name} histogram")
+            for edge in (*edges, float("inf")):
+                add(f"vllm:{name}_bucket{_labels(engine=str(e), le=go_float(float(edge)), model_name=model_name)} 0.0")
+            add(f"vllm:{name}_count{_labels(**labels)} 0.0")
+            add(f"vllm:{name}_sum{_labels(**labels)} 0.0")
 
 
 def now() -> float:

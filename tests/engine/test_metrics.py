@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from rigctl.cli import main
-from rigctl.engine.derive import histogram_quantile, interval
+from rigctl.engine.derive import Estimate, histogram_quantile, interval, quantile_estimate
 from rigctl.engine.metrics import snapshot
 from rigctl.engine.prom import ExpositionError, parse
 
@@ -107,11 +107,11 @@ def test_interval_figures_equal_hand_computed_values() -> None:
     assert f.preemptions == 2 and f.finished == {"stop": 7, "length": 1}
     assert f.acceptance_rate == pytest.approx(330 / 600) and f.mean_acceptance_length == pytest.approx(1 + 330 / 200)
     # TTFT p50: rank 5 of 10 falls in (0.1, 0.25] holding ranks 5..8: 0.1 + 0.15 * (5 - 4) / 4
-    assert f.latency["ttft"].p50 == pytest.approx(0.1375)
+    assert f.latency["ttft"].p50 == Estimate(pytest.approx(0.1375), "~")
     # p95: rank 9.5 falls in (0.5, 0.75] holding ranks 9..10: 0.5 + 0.25 * (9.5 - 8) / 2
-    assert f.latency["ttft"].p95 == pytest.approx(0.6875)
+    assert f.latency["ttft"].p95 == Estimate(pytest.approx(0.6875), "~")
     # TPOT p50: rank 2 of 4 is the top of (0.01, 0.025]; p95: rank 3.8 in (0.025, 0.05]: 0.025 + 0.025 * 1.8 / 2
-    assert f.latency["tpot"].p50 == pytest.approx(0.025) and f.latency["tpot"].p95 == pytest.approx(0.0475)
+    assert f.latency["tpot"].p50.value == pytest.approx(0.025) and f.latency["tpot"].p95.value == pytest.approx(0.0475)
     assert after.kv_usage == 0.25 and after.kv_pool_tokens == 646_391 and after.kv_max_concurrency == 4.93
 
 
@@ -123,8 +123,8 @@ def test_cli_offline_interval_matches_hand_computed_values(tmp_path: Path, capsy
                  "--seconds", "10", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["interval"]
     assert data["hit_rate"] == pytest.approx(0.75) and data["generation_tps"] == pytest.approx(85.0)
-    assert data["latency"]["ttft"]["p50"] == pytest.approx(0.1375)
-    assert data["latency"]["ttft"]["p95"] == pytest.approx(0.6875)
+    assert data["latency"]["ttft"]["p50"] == {"value": pytest.approx(0.1375), "relation": "~"}
+    assert data["latency"]["ttft"]["p95"] == {"value": pytest.approx(0.6875), "relation": "~"}
     assert data["acceptance_rate"] == pytest.approx(0.55)
     assert main(["metrics", "--file", str(tmp_path / "b.prom")]) == 0
     assert "KV cache 25.0% of 646,391 tokens (4.93x at max_model_len)" in capsys.readouterr().out
@@ -189,7 +189,17 @@ def test_v0_gauges_and_old_itl_name() -> None:
     empty, snap = snapshot(parse(""), 0.0), snapshot(parse(text), 1.0)
     f = interval(empty, snap, 1.0)
     assert f.hit_rate == 0.42 and f.generation_tps == 55.5
-    assert f.latency["itl"].p50 == pytest.approx(0.05 * 2 / 3)
+    # rank 2 of 4 falls in the first bucket: only "below 0.05 s" is known (Prometheus would say 0.033)
+    assert f.latency["itl"].p50 == Estimate(0.05, "<") and histogram_quantile(0.5, ((0.05, 3.0), (math.inf, 4.0))) \
+        == pytest.approx(0.05 * 2 / 3)
+
+
+def test_a_quantile_beyond_the_buckets_is_a_bound_not_a_number() -> None:
+    buckets = ((0.3, 90.0), (0.5, 95.0), (1.0, 99.0), (math.inf, 100.0))  # vLLM's coarse queue-time edges
+    assert quantile_estimate(0.5, buckets) == Estimate(0.3, "<")  # the real mean was 11 us; never "0.15 s"
+    assert quantile_estimate(0.95, buckets) == Estimate(0.5, "~")
+    assert quantile_estimate(0.995, buckets) == Estimate(1.0, ">")
+    assert quantile_estimate(0.5, ((0.3, 0.0), (math.inf, 0.0))) is None
 
 
 def test_histogram_quantile_edges() -> None:

@@ -9,19 +9,12 @@ from rich.text import Text
 
 from rigctl import fmt
 from rigctl.engine.poller import EngineState
-from rigctl.engine.report import ms
+from rigctl.engine.report import quantiles
 from rigctl.history import RingBuffer
 from rigctl.serve.status import ServingStatus
 from rigctl.tui.format import level
 from rigctl.tui.widgets.glyphs import level_style, meter_line, spark, theme_style
 from rigctl.tui.widgets.lines_widget import LinesWidget
-
-
-def _q(state: EngineState, key: str) -> str:
-    q = state.figures.latency.get(key) if state.figures else None
-    if q is None:
-        return "n/a"
-    return "idle" if not q.count else f"p50 {ms(q.p50)} p95 {ms(q.p95)}"
 
 
 def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str, str]:
@@ -46,7 +39,8 @@ def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str,
     load = (f"run {fmt.count(snap.running)} wait {fmt.count(snap.waiting)} preempt "
             f"{fmt.count(f.preemptions if f else None)}  prompt {fmt.number(f.prompt_tps if f else None, 0)} "
             f"gen {fmt.number(f.generation_tps if f else None, 1)} tok/s")
-    latency = f"TTFT {_q(state, 'ttft')}  TPOT {_q(state, 'tpot')}"
+    window = f" ({f.latency_seconds:.0f} s)" if f and f.latency_seconds else ""
+    latency = (f"TTFT {quantiles(f, 'ttft')}  TPOT {quantiles(f, 'tpot')}{window}" if f else "TTFT n/a  TPOT n/a")
     extra = []
     if f and f.mean_acceptance_length is not None:
         extra.append(f"MTP accept {fmt.frac_pct(f.acceptance_rate)} len {f.mean_acceptance_length:.2f}")
