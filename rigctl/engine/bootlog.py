@@ -134,6 +134,7 @@ class BootLogReader:
     def __init__(self, started: float | None = None) -> None:
         self.report = BootReport()
         self._t0: datetime | None = datetime.fromtimestamp(started) if started is not None else None
+        self._t0_from_start = started is not None
         self._previous: datetime | None = None
         self._last: float | None = None
         self._seen: set[str] = set()
@@ -167,6 +168,8 @@ class BootLogReader:
             moment = _in_year(moment, reference.year)
             if moment < reference - _HALF_YEAR:
                 moment = _in_year(moment, moment.year + 1)
+        if self._t0_from_start and self._previous is None and abs((moment - self._t0).total_seconds()) > 600:
+            self._t0 = None  # the log's clock is not ours (a container in UTC): count from its first line
         self._previous = moment
         if self._t0 is None:
             self._t0 = moment

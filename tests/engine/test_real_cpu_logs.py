@@ -96,3 +96,12 @@ def test_the_real_scrape_gives_the_pool_and_honest_quantiles() -> None:
     queue = figures.latency["queue"]
     assert queue.count > 0 and queue.p50 == Estimate(0.3, "<")  # its first edge; never an invented 0.15 s
     assert "ITL p50 < 10 ms p95 < 10 ms" in text(after, figures)  # the first ITL edge is 10 ms
+
+
+def test_a_log_whose_clock_is_not_ours_counts_from_its_first_line() -> None:
+    lines = (CPU / "good-eager.log").read_text(errors="replace").splitlines()
+    first = datetime.strptime("2026-12-01 07:06:13", "%Y-%m-%d %H:%M:%S").timestamp()
+    reader = BootLogReader(started=first + 3600 - 7)  # a container logging in UTC, an hour off local time
+    for line in lines:
+        reader.feed(line)
+    assert reader.report.phase("start").seconds == 0.0 and reader.report.phase("ready").seconds == 17.0

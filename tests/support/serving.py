@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
 
+_next: dict[str, int] = {}
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port no other test takes: each xdist worker draws from its own range below the kernel's
+    ephemeral ports (a port the kernel hands out with bind(0) and takes back can be handed to
+    the next test of another worker before the first test's server binds it)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    block = 20000 + 1000 * index
+    offset = _next.get(worker, (os.getpid() % 10) * 100)  # a re-run of the worker starts elsewhere
+    for _ in range(1000):
+        offset = (offset + 1) % 1000
+        port = block + offset
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _next[worker] = offset
+        return port
+    raise RuntimeError(f"no free port in {block}-{block + 999}")
 
 
 def add_profile(user: Path, name: str, body: str, port: int, parent: str = "qwen36-27b-awq-tp2") -> None:
