@@ -130,7 +130,8 @@ def _transaction(ctx: ServeContext, profile: Profile, spec: LaunchSpec, running:
         return SwitchOutcome("switched", target, ExitCode.OK, message, attempt)
     failure = attempt.failure
     why = f"{target} failed: {failure.summary if failure else 'unknown'}"
-    ctx.say("failure", why + (f"\n  {failure.line}" if failure and failure.line else ""), target)
+    ctx.say("failure", why + (f"\n  {failure.line}" if failure and failure.line else "")
+            + (f"\n  fix: {failure.suggestion}" if failure and failure.suggestion else ""), target)
     if not rollback or not last_good or last_good == target:
         reason = "rollback disabled" if not rollback else (
             "no previous profile to roll back to" if not last_good else "it was the profile that served")

@@ -93,6 +93,8 @@ def test_a_kv_cache_too_small_for_one_request_rolls_back_with_vllms_estimate(rea
     assert "kv-small failed: max_model_len 32,768 needs more KV cache than fits; vLLM estimates 16,256 fits" \
         in done.stderr
     assert "rolled back: tiny serves again" in done.stderr
+    # the KV size was set: raising gpu_memory_utilization would change nothing, and is not suggested
+    assert "fix: set max_model_len to 16,256 or less, or raise the KV size you set" in done.stdout
     assert real.status()["active_profile"] == "tiny"
     real.check_invariants()
 
