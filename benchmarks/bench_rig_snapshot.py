@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rigctl.gpu.nvml import NvmlBackend  # noqa: E402
-from rigctl.gpu.rigspec import load_rig, rig_names  # noqa: E402
+from rigctl.sim.rigspec import load_rig, rig_names  # noqa: E402
 from rigctl.gpu.sampler import RigSampler  # noqa: E402
-from rigctl.gpu.simulated import SimulatedBackend  # noqa: E402
+from rigctl.sim.rig import SimulatedBackend  # noqa: E402
 from tests.support.fake_nvml import FakeNvmlLib, installed  # noqa: E402
 
 

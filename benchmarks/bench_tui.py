@@ -138,7 +138,7 @@ class Rig:
                        capture_output=True, timeout=120)
         self.load = None
         if load:
-            code = ("import time\nfrom rigctl.serve.record import read_record\nfrom rigctl.sim.loadgen import "
+            code = ("import time\nfrom rigctl.serve.statefiles import read_record\nfrom rigctl.sim.loadgen import "
                     "LoadGenerator\nr = read_record()\ng = LoadGenerator(lambda: (r.base_url, r.served_names[0]))\n"
                     "g.start()\ntime.sleep(3600)\n")
             self.load = subprocess.Popen([PYTHON, "-c", code], env=self.env, stdout=subprocess.DEVNULL,

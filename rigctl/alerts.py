@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rigctl.gpu.model import RigSnapshot
-from rigctl.serve.status import ServingStatus
+from rigctl.serve.serving import ServingStatus
 
 POWER_AT_LIMIT = 0.97  # of the enforced limit: the card is being held back by its power cap
 POWER_AT_LIMIT_SECONDS = 120.0  # a burst at the cap is normal; minutes of it mean a capped rig

@@ -19,7 +19,7 @@ async def shoot(out: Path) -> None:
     from rigctl.cli.tui import DEMO_TOO_LONG, prepare_demo_home
     from rigctl.gpu.sampler import RigSampler
     from rigctl.serve import switch as transaction
-    from rigctl.serve.record import read_record
+    from rigctl.serve.statefiles import read_record
     from rigctl.sim.loadgen import LoadGenerator
     from rigctl.tui.app import make_app
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.serve.control import ServeContext
+from rigctl.serve.steps import ServeContext
 
 
 @pytest.fixture(autouse=True)

@@ -13,11 +13,11 @@ from rigctl.alerts import AlertTracker
 from rigctl.config import load_settings
 from rigctl.engine.client import Probe
 from rigctl.gpu.nvml import NvmlBackend
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
-from rigctl.serve.record import read_record
-from rigctl.serve.status import ServingStatus, observe
+from rigctl.serve.statefiles import read_record
+from rigctl.serve.serving import ServingStatus, observe
 from tests.support.fake_nvml import FakeNvmlLib, installed
 
 

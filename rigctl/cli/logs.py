@@ -14,10 +14,10 @@ from rigctl.cli import common
 from rigctl.config import load_settings
 from rigctl.engine.bootlog import read_bootlog
 from rigctl.errors import BadInputError
-from rigctl.serve import history
+from rigctl.serve import boots
 from rigctl.serve.launchers import launcher_for
 from rigctl.redact import redact_text
-from rigctl.serve.status import find_running
+from rigctl.serve.serving import find_running
 
 
 def register(sub: Any) -> None:
@@ -69,7 +69,7 @@ def run_logs(args: argparse.Namespace) -> int:
 
 
 def run_history(args: argparse.Namespace) -> int:
-    read = history.read_history()
+    read = boots.read_history()
     if read.warning():
         print(f"rigctl: {read.warning()}", file=sys.stderr)
     records = [r for r in read.records if not args.profile or r.profile == args.profile]

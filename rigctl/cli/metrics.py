@@ -23,7 +23,7 @@ from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.gpu.sampler import RigSampler
-from rigctl.serve.status import find_running
+from rigctl.serve.serving import find_running
 
 
 def register(sub: Any) -> None:

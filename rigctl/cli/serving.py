@@ -23,9 +23,9 @@ from rigctl.profiles.vllm_version import OptionTables
 from rigctl.profiles.store import ProfileStore
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
-from rigctl.serve.control import ServeContext
+from rigctl.serve.steps import ServeContext
 from rigctl.serve.launchers import SIM_COMMAND, make_launcher
-from rigctl.serve.status import find_running
+from rigctl.serve.serving import find_running
 
 
 def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext:

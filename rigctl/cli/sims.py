@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from rigctl.cli import common
-from rigctl.gpu.rigspec import list_rigs
+from rigctl.sim.rigspec import list_rigs
 
 
 def register(sub: Any) -> None:

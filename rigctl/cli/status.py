@@ -10,7 +10,7 @@ from rigctl.cli.rig_text import status_text
 from rigctl.config import load_settings
 from rigctl.errors import NoDriverError
 from rigctl.gpu.report import snapshot_json
-from rigctl.serve.status import observe
+from rigctl.serve.serving import observe
 
 
 def register(sub: Any) -> None:

@@ -91,7 +91,7 @@ def run_demo(args: argparse.Namespace) -> int:
     load = None
     if not args.no_load:
         from rigctl.jsonio import DamagedFile
-        from rigctl.serve.record import read_record
+        from rigctl.serve.statefiles import read_record
         from rigctl.sim.loadgen import LoadGenerator
 
         def endpoint() -> tuple[str, str] | None:

@@ -30,9 +30,9 @@ def open_backend(sim: str | None = None, claims_dir: Path | None = None) -> GpuB
     """A simulated rig when one is named, else NVML (NoDriverError without a driver)."""
     name = selected_sim(sim)
     if name:
-        from rigctl.gpu.rigspec import load_rig
-        from rigctl.gpu.sim_claims import default_claims_dir
-        from rigctl.gpu.simulated import SimulatedBackend
+        from rigctl.sim.rigspec import load_rig
+        from rigctl.sim.claims import default_claims_dir
+        from rigctl.sim.rig import SimulatedBackend
 
         return SimulatedBackend(load_rig(name), claims_dir=claims_dir or default_claims_dir())
     from rigctl.gpu.nvml import NvmlBackend

@@ -12,7 +12,8 @@ from rigctl.gpu.model import P2PCap, P2PStatus, RigInfo
 from rigctl.gpu.topology import build_topology
 from rigctl.profiles.options import MTP_ALIASES
 from rigctl.profiles.schema import Diagnostic, Profile
-from rigctl.profiles.validate import Setting, parse_human_int
+from rigctl.profiles.options import parse_human_int
+from rigctl.profiles.validate import Setting
 
 GIB = 1024**3
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -67,6 +68,26 @@ class VllmOption:
     @property
     def flag(self) -> str:
         return self.flags[0]
+
+
+_HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
+
+
+def parse_human_int(value: Any) -> int | None:
+    """vLLM's human-readable ints: 32k = 32,000, 32K = 32,768; None for 'auto' or junk."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str):
+        return None
+    match = _HUMAN.match(value.strip())
+    if not match:
+        return None
+    number, unit = float(match.group(1)), match.group(2)
+    base = 1000 if unit.islower() else 1024
+    power = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}[unit.lower()]
+    return int(number * base**power)
 
 
 def key_of(flag: str) -> str:

@@ -8,7 +8,8 @@ from typing import Any
 
 from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Profile
-from rigctl.profiles.validate import parse_human_int, resolve_settings
+from rigctl.profiles.options import parse_human_int
+from rigctl.profiles.validate import resolve_settings
 from rigctl.profiles.vllm_args import LaunchSpec
 
 

@@ -13,27 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.options import MTP_ALIASES, REMOVED, SPEC_METHODS, OptionTable, VllmOption, versions_having
+from rigctl.profiles.options import (
+    MTP_ALIASES,
+    REMOVED,
+    SPEC_METHODS,
+    OptionTable,
+    VllmOption,
+    parse_human_int,
+    versions_having,
+)
 from rigctl.profiles.schema import Diagnostic, Profile
-
-_HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
-
-
-def parse_human_int(value: Any) -> int | None:
-    """vLLM's human-readable ints: 32k = 32,000, 32K = 32,768; None for 'auto' or junk."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if not isinstance(value, str):
-        return None
-    match = _HUMAN.match(value.strip())
-    if not match:
-        return None
-    number, unit = float(match.group(1)), match.group(2)
-    base = 1000 if unit.islower() else 1024
-    power = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}[unit.lower()]
-    return int(number * base**power)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from rigctl.engine.client import EngineClient
 from rigctl.redact import redact_text
 from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher
-from rigctl.serve.record import ServerRecord
+from rigctl.serve.statefiles import ServerRecord
 
 ERROR_GRACE = 10.0  # seconds a process may keep running after logging a fatal error
 

@@ -16,7 +16,7 @@ from rigctl.serve import discover
 from rigctl.serve.launcher_systemd import Runner, env_file_problems, read_env_file, run
 from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import CommandFollower
-from rigctl.serve.record import ServerRecord
+from rigctl.serve.statefiles import ServerRecord
 
 CONTAINER_HF = "/root/.cache/huggingface"
 

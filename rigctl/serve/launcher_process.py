@@ -20,7 +20,7 @@ from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
 from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import FileFollower
-from rigctl.serve.record import ServerRecord
+from rigctl.serve.statefiles import ServerRecord
 
 KEEP_LOGS = 30
 

@@ -18,7 +18,7 @@ from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
 from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import CommandFollower
-from rigctl.serve.record import ServerRecord
+from rigctl.serve.statefiles import ServerRecord
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 

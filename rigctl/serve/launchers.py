@@ -8,7 +8,7 @@ from typing import Protocol
 from rigctl.config import Settings
 from rigctl.errors import RigctlError
 from rigctl.profiles.vllm_args import LaunchSpec
-from rigctl.serve.record import ServerRecord
+from rigctl.serve.statefiles import ServerRecord
 
 SIM_COMMAND = (sys.executable, "-m", "rigctl.sim.vllm_server")
 

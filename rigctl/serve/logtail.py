@@ -14,7 +14,7 @@ from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_lines
 from rigctl.serve.launchers import LogFollower, launcher_for
 from rigctl.serve.logfollow import FileFollower
-from rigctl.serve.record import ServerRecord, read_record
+from rigctl.serve.statefiles import ServerRecord, read_record
 
 BATCH = 2000
 BACKLOG_BYTES = 256 * 1024  # where a viewer starts in a long log: far more than a screen of lines

@@ -17,8 +17,8 @@ from rigctl.gpu.model import GpuProcess, GpuSample
 from rigctl.profiles.validate import Setting, gpus_needed
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
-from rigctl.serve.control import ServeContext
-from rigctl.serve.record import ServerRecord
+from rigctl.serve.steps import ServeContext
+from rigctl.serve.statefiles import ServerRecord
 
 GIB = 1024**3
 DEFAULT_GMU = 0.92  # vLLM's default gpu_memory_utilization (0.32 and 0.33)

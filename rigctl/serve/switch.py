@@ -21,12 +21,12 @@ from rigctl.profiles.validate import resolve_settings
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
-from rigctl.serve.control import ServeContext, boot, boot_timeout, prepare, rollback_timeout, stop_server
+from rigctl.serve.steps import ServeContext, boot, boot_timeout, prepare, rollback_timeout, stop_server
 from rigctl.serve.launchers import StopFailed
 from rigctl.serve.lock import RigLock
-from rigctl.serve.record import read_record
-from rigctl.serve.state import ActiveState, read_state, write_state
-from rigctl.serve.status import RunningServer, find_running
+from rigctl.serve.statefiles import read_record
+from rigctl.serve.statefiles import ActiveState, read_state, write_state
+from rigctl.serve.serving import RunningServer, find_running
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ import time
 from collections.abc import Sequence
 
 from rigctl.gpu.model import P2PCap, P2PStatus
-from rigctl.gpu.rigspec import RigSpec, load_rig
-from rigctl.gpu.sim_claims import default_claims_dir, remove_claim, write_claim
-from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.sim.rigspec import RigSpec, load_rig
+from rigctl.sim.claims import default_claims_dir, remove_claim, write_claim
+from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim import args as sim_args
 from rigctl.profiles.options import load_option_table
 from rigctl.sim.boot import VERSION, BootFailed, VllmLog, engine_processes, pause, run_boot

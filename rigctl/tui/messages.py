@@ -8,7 +8,7 @@ from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.logtail import TailReader
-from rigctl.serve.status import ServingStatus
+from rigctl.serve.serving import ServingStatus
 from rigctl.serve.switch import SwitchOutcome
 
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rigctl.gpu.rigspec import MIB
-from rigctl.gpu.sim_claims import write_claim
+from rigctl.sim.rigspec import MIB
+from rigctl.sim.claims import write_claim
 from tests.faults.rig import SERVED, Rig
 
 

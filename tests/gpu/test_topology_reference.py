@@ -12,7 +12,7 @@ import pytest
 
 from rigctl.gpu.model import P2PCap
 from rigctl.gpu.nvml import NvmlBackend
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.topology import build_topology, render_matrix, render_p2p
 from tests.support.fake_nvml import FakeNvmlLib, installed
 from tests.support.topo_parse import parse_topo_affinity, parse_topo_matrix, section_after
@@ -53,7 +53,7 @@ def test_pcie_rig_with_refused_p2p_matches_nvidia_smi() -> None:
 
 @pytest.mark.parametrize("rig,label", [("2x4090-pcie", "PHB"), ("2x3090-gen3-x8", "NV4")])
 def test_nvml_and_simulated_backends_agree(rig: str, label: str) -> None:
-    from rigctl.gpu.simulated import SimulatedBackend
+    from rigctl.sim.rig import SimulatedBackend
 
     info, topology = nvml_topology(rig)
     sim_info = SimulatedBackend(load_rig(rig)).info()

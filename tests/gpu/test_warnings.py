@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from rigctl.gpu.model import GpuProcess, GpuSample
-from rigctl.gpu.rigspec import load_rig
-from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.sim.rigspec import load_rig
+from rigctl.sim.rig import SimulatedBackend
 from rigctl.gpu.topology import build_topology
 from rigctl.gpu.warnings import sample_warnings, slot_limit, static_warnings
 

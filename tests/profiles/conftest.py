@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from rigctl.gpu.model import RigInfo
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.profiles.options import OptionTable, load_option_table
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_version import OptionTables

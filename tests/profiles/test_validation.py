@@ -9,7 +9,8 @@ import pytest
 from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import ProfileError
 from rigctl.profiles.store import ProfileStore
-from rigctl.profiles.validate import parse_human_int, validate
+from rigctl.profiles.options import parse_human_int
+from rigctl.profiles.validate import validate
 from tests.profiles.conftest import rig, write
 
 HEAD = 'description = "test"\nmodel = "Qwen/Qwen3-8B"\n\n[vllm]\nhost = "127.0.0.1"\n'  # [vllm] opens on line 4

@@ -68,8 +68,8 @@ async def _dashboard(real: RealRig) -> None:
 
     from rigctl.cli.serving import make_context
     from rigctl.gpu.sampler import RigSampler
-    from rigctl.gpu.simulated import SimulatedBackend
-    from rigctl.gpu.rigspec import load_rig
+    from rigctl.sim.rig import SimulatedBackend
+    from rigctl.sim.rigspec import load_rig
     from rigctl.tui.app import make_app
     from tests.tui.helpers import poll, screen_text
 

@@ -11,7 +11,7 @@ import pytest
 from rigctl.cli.serving import make_context
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
-from rigctl.serve.control import ServeContext
+from rigctl.serve.steps import ServeContext
 
 RIG = "2x3090-nvlink"
 

@@ -15,14 +15,14 @@ import httpx
 import pytest
 
 from rigctl.errors import ExitCode
-from rigctl.gpu.rigspec import MIB
-from rigctl.gpu.sim_claims import default_claims_dir, write_claim
+from rigctl.sim.rigspec import MIB
+from rigctl.sim.claims import default_claims_dir, write_claim
 from rigctl.profiles.schema import ProfileError
-from rigctl.serve import history
+from rigctl.serve import boots
 from rigctl.serve import switch as transaction
 from rigctl.serve.lock import RigBusyError
-from rigctl.serve.record import read_record
-from rigctl.serve.state import read_state
+from rigctl.serve.statefiles import read_record
+from rigctl.serve.statefiles import read_state
 from tests.support.serving import add_profile
 
 
@@ -37,7 +37,7 @@ def test_good_switch_records_state_history_and_serves(ctx, port: int) -> None:
     assert serves(port) == ("qwen3.6-27b", 131072)
     state = read_state()
     assert state.status == "serving" and state.profile == "good" and state.last_good == "good"
-    (record,) = history.read_all()
+    (record,) = boots.read_all()
     assert record.profile == "good" and record.vllm_version == "0.33.0" and record.max_model_len == 131072
     assert 500_000 < record.kv_tokens < 800_000 and record.boot_seconds < 10
     phases = [e.text for e in ctx.events if e.kind == "phase"]
@@ -163,5 +163,5 @@ def test_second_switch_is_refused_while_one_runs_then_may_wait(ctx, profiles: Pa
 def test_history_compares_pools(ctx) -> None:
     transaction.switch(ctx, "good")
     transaction.switch(ctx, "alt")
-    pools = {r.profile: r.kv_tokens for r in history.read_all()}
+    pools = {r.profile: r.kv_tokens for r in boots.read_all()}
     assert pools["good"] > 2 * pools["alt"]  # int4 weights leave more than twice the KV of FP8

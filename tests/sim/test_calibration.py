@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.sim.memory import EngineConfig, plan
 from rigctl.sim.models import lookup
 

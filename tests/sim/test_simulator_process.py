@@ -16,10 +16,10 @@ import httpx
 import pytest
 
 from rigctl.engine.bootlog import read_bootlog
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
-from rigctl.gpu.sim_claims import default_claims_dir
-from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.sim.claims import default_claims_dir
+from rigctl.sim.rig import SimulatedBackend
 from tests.support.serving import free_port
 
 AWQ_TP2 = ["serve", "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--quantization", "awq_marlin",

@@ -26,7 +26,7 @@ from rigctl.gpu.nvml_codes import (
     P2P_CODE_BY_STATUS,
     TOPOLOGY_LEVELS,
 )
-from rigctl.gpu.rigspec import MIB, GpuSpec, RigSpec
+from rigctl.sim.rigspec import MIB, GpuSpec, RigSpec
 
 SUCCESS = pynvml.NVML_SUCCESS
 NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED

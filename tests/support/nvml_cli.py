@@ -13,7 +13,7 @@ import sys
 import pynvml
 
 from rigctl.cli import main
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from tests.support.fake_nvml import FakeNvmlLib, installed
 
 

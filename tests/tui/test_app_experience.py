@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rigctl.config import load_settings
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
-from rigctl.serve.record import read_record
+from rigctl.serve.statefiles import read_record
 from rigctl.tui.app import make_app
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
@@ -124,7 +124,7 @@ def test_unknown_theme_in_config_is_said_not_fatal(serve_ctx) -> None:  # noqa: 
 
 
 def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from rigctl.gpu.simulated import SimulatedBackend
+    from rigctl.sim.rig import SimulatedBackend
 
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app(RigSampler(SimulatedBackend(load_rig("1x3090"), claims_dir=tmp_path)), poll_interval=None)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rigctl.gpu.nvml import NvmlBackend
-from rigctl.gpu.rigspec import MIB, load_rig
+from rigctl.sim.rigspec import MIB, load_rig
 from rigctl.gpu.sampler import RigSampler
-from rigctl.gpu.sim_claims import write_claim
-from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.sim.claims import write_claim
+from rigctl.sim.rig import SimulatedBackend
 from rigctl.tui.app import make_app
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.topology_panel import TopologyPanel

@@ -14,7 +14,7 @@ import pytest
 from rigctl.cli import main
 from rigctl.cli.serving import make_context
 from rigctl.serve import switch as transaction
-from rigctl.serve.record import read_record
+from rigctl.serve.statefiles import read_record
 from rigctl.tui.app import make_app
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from tests.tui.helpers import poll

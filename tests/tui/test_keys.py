@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from rigctl.serve import switch as transaction
-from rigctl.serve.record import read_record
+from rigctl.serve.statefiles import read_record
 from rigctl.tui.app import HELP_SCOPES, RigApp, make_app
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static
 
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
-from rigctl.gpu.simulated import SimulatedBackend
-from rigctl.serve.state import ActiveState, write_state
+from rigctl.sim.rig import SimulatedBackend
+from rigctl.serve.statefiles import ActiveState, write_state
 from rigctl.tui.app import make_app
 from tests.tui.helpers import poll, settle
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from rigctl.gpu.rigspec import load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
-from rigctl.gpu.simulated import SimulatedBackend
+from rigctl.sim.rig import SimulatedBackend
 from rigctl.tui.app import make_app
 from tests.tui.helpers import poll, settle
 

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from rigctl.serve import switch as transaction
-from rigctl.serve.record import read_record
+from rigctl.serve.statefiles import read_record
 from rigctl.tui.app import make_app
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen

@@ -12,7 +12,7 @@ from textual.widgets import Footer
 from rigctl.config import Settings
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigInfo, RigSnapshot
-from rigctl.serve.status import ServingStatus
+from rigctl.serve.serving import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar

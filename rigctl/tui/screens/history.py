@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from rigctl import fmt
-from rigctl.serve.history import BootRecord, read_all
+from rigctl.serve.boots import BootRecord, read_all
 
 COLUMNS = ("when", "profile", "hash", "KV tokens", "conc", "max len", "GiB", "load s", "boot s")
 

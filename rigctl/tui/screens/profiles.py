@@ -22,7 +22,7 @@ from rigctl.profiles.text import show_text
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.profiles.vllm_version import OptionTables
-from rigctl.serve.state import active_profile_name
+from rigctl.serve.statefiles import active_profile_name
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
 NARROW_COLUMNS = COLUMNS[:-1]  # below 100 columns the KV dtype (not a first-class knob) is in the detail only

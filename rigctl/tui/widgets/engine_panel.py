@@ -10,10 +10,10 @@ from rich.text import Text
 from rigctl import fmt
 from rigctl.engine.poller import EngineState
 from rigctl.engine.report import quantiles
-from rigctl.history import RingBuffer
-from rigctl.serve.status import ServingStatus
-from rigctl.tui.format import level
-from rigctl.tui.widgets.glyphs import level_style, meter_line, spark, theme_style
+from rigctl.tui.ringbuffer import RingBuffer
+from rigctl.serve.serving import ServingStatus
+from rigctl.tui.levels import level
+from rigctl.tui.widgets.bars import level_style, meter_line, spark, theme_style
 from rigctl.tui.widgets.lines_widget import LinesWidget
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigctl.serve.status import ServingStatus
+from rigctl.serve.serving import ServingStatus
 from rigctl.tui.widgets.text_line import TextLine
 
 

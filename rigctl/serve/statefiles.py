@@ -1,7 +1,14 @@
-"""rigctl's record of what it serves: $XDG_STATE_HOME/rigctl/active.json (mode 0700 dir).
+"""The two files where rigctl writes down what serves (state_dir, mode 0700, written atomically):
 
-Written atomically by the switch transaction; read by every command that shows the
-active profile.
+- server.json, a ServerRecord: the server rigctl started (launcher, pid and its start time,
+  port, boot token). A later rigctl adopts the server through it; the start time guards
+  against a recycled pid, and the boot token (RIGCTL_BOOT_ID in the server's environment)
+  tells this server from any other that answers on the port. It holds no secret: an API key
+  stays in the server's own environment (see Launcher.api_key).
+- active.json, an ActiveState: the profile rigctl believes serves, the last good one a
+  failed switch rolls back to, and whether a switch is running (and whose).
+
+What really serves is checked against the process and HTTP in serve/serving.py.
 """
 
 from __future__ import annotations
@@ -15,6 +22,54 @@ import psutil
 
 from rigctl import jsonio, paths
 from rigctl.atomic import write_text_atomic
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    launcher: str
+    profile: str
+    started: float
+    log_path: str
+    host: str
+    port: int
+    served_names: tuple[str, ...]
+    argv: tuple[str, ...]  # redacted
+    pid: int | None = None
+    create_time: float | None = None
+    unit: str | None = None
+    container: str | None = None
+    boot_id: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def record_file() -> Path:
+    return paths.state_dir() / "server.json"
+
+
+def read_record() -> ServerRecord | None:
+    """The record; None when there is none; jsonio.DamagedFile when it cannot be used."""
+    path = record_file()
+    data = jsonio.read_object(path)
+    return None if data is None else jsonio.build(ServerRecord, data, path)
+
+
+def write_record(record: ServerRecord) -> None:
+    paths.ensure_private_dir(paths.state_dir())
+    write_text_atomic(record_file(), jsonio.dumps(record.to_json(), indent=1) + "\n", mode=0o600)
+
+
+def clear_record() -> None:
+    try:
+        record_file().unlink()
+    except FileNotFoundError:
+        pass
 
 
 def state_file() -> Path:

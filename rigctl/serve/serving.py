@@ -18,8 +18,8 @@ from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_argv
 from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher, launcher_for
-from rigctl.serve.record import ServerRecord, read_record, write_record
-from rigctl.serve.state import ActiveState, owner_alive, read_state
+from rigctl.serve.statefiles import ServerRecord, read_record, write_record
+from rigctl.serve.statefiles import ActiveState, owner_alive, read_state
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ class BootRecord:
         return asdict(self)
 
 
-def history_file() -> Path:
+def boots_file() -> Path:
+    """history.jsonl: the name the file has had from the start (owners keep it)."""
     return paths.state_dir() / "history.jsonl"
 
 
@@ -48,7 +49,7 @@ def profile_hash(profile: Profile) -> str:
 def append(record: BootRecord) -> None:
     paths.ensure_private_dir(paths.state_dir())
     line = (jsonio.dumps(record.to_json(), sort_keys=True) + "\n").encode()
-    fd = os.open(history_file(), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(boots_file(), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -68,11 +69,11 @@ class History:
         if not self.damaged_lines:
             return None
         shown = ", ".join(str(n) for n in self.damaged_lines[:5]) + (", ..." if len(self.damaged_lines) > 5 else "")
-        return f"{history_file()}: skipped {len(self.damaged_lines)} damaged line(s) ({shown})"
+        return f"{boots_file()}: skipped {len(self.damaged_lines)} damaged line(s) ({shown})"
 
 
 def read_history() -> History:
-    path = history_file()
+    path = boots_file()
     try:
         lines = path.read_text(errors="replace").splitlines()
     except FileNotFoundError:

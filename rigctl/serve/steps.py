@@ -29,10 +29,10 @@ from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.profiles.vllm_version import OptionTables
-from rigctl.serve import history
+from rigctl.serve import boots
 from rigctl.serve.bootwatch import BootResult, Event, not_started, watch_boot
 from rigctl.serve.launchers import Launcher
-from rigctl.serve.record import ServerRecord, clear_record, write_record
+from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
 
 ROLLBACK_MARGIN = 1.5  # a rollback may take this many times its last recorded boot
 
@@ -196,8 +196,8 @@ def _disk_full(record: ServerRecord) -> Failure | None:
 def _record_boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: BootResult) -> None:
     report = result.report
     try:
-        history.append(history.BootRecord(
-            profile=profile.name, profile_hash=history.profile_hash(profile), when=time.time(),
+        boots.append(boots.BootRecord(
+            profile=profile.name, profile_hash=boots.profile_hash(profile), when=time.time(),
             argv=spec.redacted_argv(), vllm_version=result.version or report.version,
             rig=ctx.rig.backend if ctx.rig else None, kv_tokens=report.pool_tokens,
             max_concurrency=report.max_concurrency, max_model_len=report.concurrency_len,
@@ -205,7 +205,7 @@ def _record_boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: 
             model_load_seconds=report.model_load_seconds, graph_capture_seconds=report.graph_capture_seconds,
             boot_seconds=round(result.seconds, 2)))
     except OSError as exc:  # the server serves; only the record of the boot is lost
-        ctx.say("warning", f"the boot record was not written to {history.history_file()}: {_reason(exc)}",
+        ctx.say("warning", f"the boot record was not written to {boots.boots_file()}: {_reason(exc)}",
                 profile.name)
 
 
@@ -241,7 +241,7 @@ def rollback_timeout(ctx: ServeContext, profile: Profile) -> float:
     its configured boot timeout, or its slowest recorded boot with a margin if that is longer."""
     configured = boot_timeout(ctx, profile, None)
     try:
-        seconds = [r.boot_seconds for r in history.read_all() if r.profile == profile.name]
+        seconds = [r.boot_seconds for r in boots.read_all() if r.profile == profile.name]
     except Exception:
         seconds = []
     return max([configured] + [s * ROLLBACK_MARGIN + 10 for s in seconds])

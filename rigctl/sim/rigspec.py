@@ -1,4 +1,4 @@
-"""Rig descriptions shipped as data files (rigctl/gpu/rigs/*.toml).
+"""Rig descriptions shipped as data files (rigctl/sim/rigs/*.toml).
 
 A RigSpec is the static truth of a simulated rig: the simulated backend serves it,
 and the test suite's fake NVML library describes the same rig to the real NVML backend.
@@ -129,7 +129,7 @@ class RigSpec:
 
 
 def _rigs_dir() -> Any:
-    return resources.files("rigctl.gpu") / "rigs"
+    return resources.files("rigctl.sim") / "rigs"
 
 
 def list_rigs() -> list[RigSpec]:
