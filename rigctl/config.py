@@ -15,7 +15,7 @@ from typing import Any
 
 from rigctl import paths
 from rigctl.errors import BadInputError
-from rigctl.profiles.source_map import key_lines, line_of
+from rigctl.toml_lines import key_lines, line_of
 
 if sys.version_info >= (3, 11):
     import tomllib

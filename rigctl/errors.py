@@ -31,3 +31,7 @@ class NoDriverError(RigctlError):
     """NVML cannot be used on this machine (no library, no driver, or a mismatch)."""
 
     exit_code = ExitCode.FAILURE
+
+
+class StopFailed(RigctlError):
+    """A server did not go away when told to (stuck in the driver, or not rigctl's to stop)."""

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 from rigctl.config import Settings
 from rigctl.engine.client import Probe
-from rigctl.engine.poller import EnginePoller, EngineState, Endpoint
+from rigctl.engine.poller import Endpoint, EnginePoller, EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.jsonio import DamagedFile
-from rigctl.serve.logtail import TailReader
-from rigctl.serve.statefiles import ServerRecord, read_record
 from rigctl.serve.launchers import launcher_for
+from rigctl.serve.logtail import TailReader
 from rigctl.serve.serving import ServingStatus, observe
+from rigctl.serve.statefiles import ServerRecord, read_record
 
 OBSERVE_EVERY = 5  # engine polls between full checks of what serves while nothing changes
 ENGINE_WAIT = 0.25  # s a tick waits for the engine poll it just asked for (a local scrape takes ms)

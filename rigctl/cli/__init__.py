@@ -11,7 +11,19 @@ import sys
 from collections.abc import Sequence
 
 from rigctl import __version__
-from rigctl.cli import common, config_cmd, gpus, logs, metrics, profile, serving, sims, status, topo, tui
+from rigctl.cli import (
+    common,
+    config_cmd,
+    gpus,
+    logs,
+    metrics,
+    profile,
+    serving,
+    sims,
+    status,
+    topo,
+    tui,
+)
 from rigctl.errors import ExitCode, RigctlError
 
 COMMANDS = (status, topo, gpus, sims, profile, serving, logs, metrics, config_cmd, tui)

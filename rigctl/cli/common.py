@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 from rigctl import jsonio
+from rigctl.backends import open_backend, selected_sim
 from rigctl.config import Settings
 from rigctl.errors import NoDriverError
-from rigctl.gpu.backend import open_backend, selected_sim
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.vllm_version import OptionTables

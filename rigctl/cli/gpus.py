@@ -7,8 +7,7 @@ import sys
 import time
 from typing import Any
 
-from rigctl import fmt
-from rigctl import jsonio
+from rigctl import fmt, jsonio
 from rigctl.cli import common
 from rigctl.gpu.model import RigSnapshot, to_jsonable
 

@@ -14,9 +14,9 @@ from rigctl.cli import common
 from rigctl.config import load_settings
 from rigctl.engine.bootlog import read_bootlog
 from rigctl.errors import BadInputError
+from rigctl.redact import redact_text
 from rigctl.serve import boots
 from rigctl.serve.launchers import launcher_for
-from rigctl.redact import redact_text
 from rigctl.serve.serving import find_running
 
 

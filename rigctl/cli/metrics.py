@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from rigctl import jsonio
 from rigctl.cli import common
 from rigctl.config import load_settings

@@ -7,12 +7,12 @@ import sys
 from typing import Any
 
 from rigctl.cli import common, profile_edit
-from rigctl.profiles.text import list_table, show_text
 from rigctl.errors import ExitCode
 from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import knobs, launch_diff
+from rigctl.profiles.text import list_table, show_text
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.profiles.vllm_version import OptionTables

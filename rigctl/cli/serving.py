@@ -14,18 +14,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rigctl.backends import open_backend, selected_sim
 from rigctl.cli import common
 from rigctl.config import load_settings
 from rigctl.errors import NoDriverError, RigctlError
-from rigctl.gpu.backend import open_backend, selected_sim
 from rigctl.gpu.sampler import RigSampler
-from rigctl.profiles.vllm_version import OptionTables
 from rigctl.profiles.store import ProfileStore
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
-from rigctl.serve.steps import ServeContext
 from rigctl.serve.launchers import SIM_COMMAND, make_launcher
 from rigctl.serve.serving import find_running
+from rigctl.serve.steps import ServeContext
 
 
 def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext:

@@ -35,7 +35,7 @@ def run_tui(args: argparse.Namespace, initial: str | None = None) -> int:
 
     ctx = make_context(args)
     if ctx.sampler is None:
-        from rigctl.gpu.backend import open_backend, selected_sim
+        from rigctl.backends import open_backend, selected_sim
 
         open_backend(selected_sim(getattr(args, "sim", None)))  # raises the one-line no-driver error
     assert ctx.sampler is not None
@@ -83,7 +83,7 @@ def prepare_demo_home(rig: str, profile: str | None = None) -> tuple[Path, str]:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from rigctl.gpu.backend import selected_sim
+    from rigctl.backends import selected_sim
 
     rig = selected_sim(getattr(args, "sim", None)) or DEMO_RIG
     args.sim = rig

@@ -11,12 +11,11 @@ expected; no proxies; https URLs go through http.client.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import http.client
 import json
 import socket
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from rigctl.engine.http_get import HttpGet, ProtocolError

@@ -15,7 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from rigctl.errors import NoDriverError
-from rigctl.gpu.model import Gpu, GpuProcess, GpuSample, NvLink, P2PCap, RigInfo, normalise_bus_id
+from rigctl.gpu.model import (
+    Gpu,
+    GpuProcess,
+    GpuSample,
+    NvLink,
+    P2PCap,
+    RigInfo,
+    normalise_bus_id,
+)
 from rigctl.gpu.nvml_codes import (
     FI_NVLINK_GET_SPEED,
     FI_NVLINK_SPEED_MBPS_COMMON,

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rigctl.gpu.model import Gpu, GpuSample, P2PCap, P2PStatus, RigInfo, RigWarning, Topology
+from rigctl.gpu.model import (
+    Gpu,
+    GpuSample,
+    P2PCap,
+    P2PStatus,
+    RigInfo,
+    RigWarning,
+    Topology,
+)
 from rigctl.gpu.nvml_codes import BENIGN_THROTTLE
 
 # Usable bandwidth per lane and direction, GB/s (after encoding overhead).

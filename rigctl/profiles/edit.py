@@ -17,10 +17,10 @@ from tomlkit.items import Table
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import BadInputError
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.vllm_version import OptionTables
 from rigctl.profiles.schema import Diagnostic, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
+from rigctl.profiles.vllm_version import OptionTables
 from rigctl.redact import is_secret_env, is_secret_option
 
 if sys.version_info >= (3, 11):

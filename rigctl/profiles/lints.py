@@ -10,10 +10,9 @@ from collections.abc import Callable
 
 from rigctl.gpu.model import P2PCap, P2PStatus, RigInfo
 from rigctl.gpu.topology import build_topology
-from rigctl.profiles.options import MTP_ALIASES
+from rigctl.profiles.options import MTP_ALIASES, parse_human_int
 from rigctl.profiles.schema import Diagnostic, Profile
-from rigctl.profiles.options import parse_human_int
-from rigctl.profiles.validate import Setting
+from rigctl.profiles.settings import Setting
 
 GIB = 1024**3
 

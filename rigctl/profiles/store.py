@@ -17,8 +17,15 @@ from typing import Any
 from rigctl import paths
 from rigctl.errors import BadInputError
 from rigctl.profiles.options import load_option_table
-from rigctl.profiles.schema import RIGCTL_KEYS, TOP_LEVEL_KEYS, Diagnostic, Origin, Profile, ProfileError
-from rigctl.profiles.source_map import key_lines
+from rigctl.profiles.schema import (
+    RIGCTL_KEYS,
+    TOP_LEVEL_KEYS,
+    Diagnostic,
+    Origin,
+    Profile,
+    ProfileError,
+)
+from rigctl.toml_lines import key_lines
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -32,7 +39,9 @@ def shipped_dir() -> Path:
 
 def user_dir() -> Path:
     """The configured profiles directory ([profiles] dir, RIGCTL_PROFILES_DIR), else the XDG one."""
-    from rigctl.config import load_settings  # config reads TOML helpers from this package
+    from rigctl.config import (
+        load_settings,  # config reads TOML helpers from this package
+    )
 
     configured = load_settings().profiles_dir
     return Path(configured).expanduser() if configured else paths.config_dir() / "profiles"

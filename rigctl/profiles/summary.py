@@ -6,10 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rigctl.profiles.options import OptionTable
+from rigctl.profiles.options import OptionTable, parse_human_int
 from rigctl.profiles.schema import Profile
-from rigctl.profiles.options import parse_human_int
-from rigctl.profiles.validate import resolve_settings
+from rigctl.profiles.settings import resolve_settings
 from rigctl.profiles.vllm_args import LaunchSpec
 
 

@@ -15,8 +15,15 @@ from typing import Any
 
 from rigctl.profiles.options import OptionTable, VllmOption
 from rigctl.profiles.schema import FIRST_CLASS, Profile, ProfileError
-from rigctl.profiles.validate import resolve_settings, validate
-from rigctl.redact import REDACTED, is_secret_env, is_secret_option, redact_argv, redact_env
+from rigctl.profiles.settings import resolve_settings
+from rigctl.profiles.validate import validate
+from rigctl.redact import (
+    REDACTED,
+    is_secret_env,
+    is_secret_option,
+    redact_argv,
+    redact_env,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

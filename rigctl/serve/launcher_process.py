@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 
 from rigctl import paths
+from rigctl.errors import StopFailed
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
-from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import FileFollower
 from rigctl.serve.statefiles import ServerRecord
 

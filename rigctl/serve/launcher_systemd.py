@@ -14,9 +14,9 @@ from pathlib import Path
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
+from rigctl.errors import StopFailed
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
-from rigctl.serve.launchers import StopFailed
 from rigctl.serve.logfollow import CommandFollower
 from rigctl.serve.statefiles import ServerRecord
 

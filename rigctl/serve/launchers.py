@@ -6,15 +6,10 @@ import sys
 from typing import Protocol
 
 from rigctl.config import Settings
-from rigctl.errors import RigctlError
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve.statefiles import ServerRecord
 
 SIM_COMMAND = (sys.executable, "-m", "rigctl.sim.vllm_server")
-
-
-class StopFailed(RigctlError):
-    """A server did not go away when told to (stuck in the driver, or not ours to stop)."""
 
 
 class LogFollower(Protocol):

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from rigctl import paths
 from rigctl.gpu.model import GpuProcess, GpuSample
-from rigctl.profiles.validate import Setting, gpus_needed
+from rigctl.profiles.settings import Setting, gpus_needed
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
-from rigctl.serve.steps import ServeContext
 from rigctl.serve.statefiles import ServerRecord
+from rigctl.serve.steps import ServeContext
 
 GIB = 1024**3
 DEFAULT_GMU = 0.92  # vLLM's default gpu_memory_utilization (0.32 and 0.33)

@@ -18,8 +18,14 @@ from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_argv
 from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher, launcher_for
-from rigctl.serve.statefiles import ServerRecord, read_record, write_record
-from rigctl.serve.statefiles import ActiveState, owner_alive, read_state
+from rigctl.serve.statefiles import (
+    ActiveState,
+    ServerRecord,
+    owner_alive,
+    read_record,
+    read_state,
+    write_record,
+)
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,24 @@ import time
 from dataclasses import dataclass
 
 from rigctl.engine.bootlog import Failure
-from rigctl.errors import ExitCode
+from rigctl.errors import ExitCode, StopFailed
 from rigctl.jsonio import DamagedFile
 from rigctl.profiles.schema import Profile
-from rigctl.profiles.validate import resolve_settings
+from rigctl.profiles.settings import resolve_settings
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
-from rigctl.serve.steps import ServeContext, boot, boot_timeout, prepare, rollback_timeout, stop_server
-from rigctl.serve.launchers import StopFailed
 from rigctl.serve.lock import RigLock
-from rigctl.serve.statefiles import read_record
-from rigctl.serve.statefiles import ActiveState, read_state, write_state
 from rigctl.serve.serving import RunningServer, find_running
+from rigctl.serve.statefiles import ActiveState, read_record, read_state, write_state
+from rigctl.serve.steps import (
+    ServeContext,
+    boot,
+    boot_timeout,
+    prepare,
+    rollback_timeout,
+    stop_server,
+)
 
 
 @dataclass(frozen=True)

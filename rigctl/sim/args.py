@@ -7,8 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from rigctl.profiles.options import OptionTable, load_option_table
-from rigctl.profiles.options import parse_human_int
+from rigctl.profiles.options import OptionTable, load_option_table, parse_human_int
 from rigctl.sim.memory import EngineConfig
 
 

@@ -11,7 +11,6 @@ import random
 import threading
 from collections.abc import Callable
 
-import httpx
 
 SYSTEM_PROMPTS = [
     "You are a careful coding agent. Follow the repository's conventions. " * 180,
@@ -40,6 +39,10 @@ class LoadGenerator:
         self._stop.set()
 
     def _user(self, n: int) -> None:
+        # imported here: httpx imports its CLI (and Rich with it, where click is installed)
+        # at import time, which a headless rigctl must not pay for
+        import httpx
+
         rng = random.Random(self._rng.random() + n)
         with httpx.Client(timeout=120, trust_env=False) as http:
             while not self._stop.wait(rng.uniform(0.5, 2.5)):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rigctl.gpu.model import GpuProcess, GpuSample, RigInfo
-from rigctl.sim.rigspec import MIB, GpuSpec, RigSpec
 from rigctl.sim.claims import ClaimedProcess, ClaimsReader
+from rigctl.sim.rigspec import MIB, GpuSpec, RigSpec
 
 AMBIENT_C = 29.0
 DRIVER_RESERVED = 333 * MIB  # what NVML v2 reports as reserved on a 24 GB GeForce card

@@ -18,16 +18,23 @@ import time
 from collections.abc import Sequence
 
 from rigctl.gpu.model import P2PCap, P2PStatus
-from rigctl.sim.rigspec import RigSpec, load_rig
-from rigctl.sim.claims import default_claims_dir, remove_claim, write_claim
-from rigctl.sim.rig import SimulatedBackend
-from rigctl.sim import args as sim_args
 from rigctl.profiles.options import load_option_table
-from rigctl.sim.boot import VERSION, BootFailed, VllmLog, engine_processes, pause, run_boot
+from rigctl.sim import args as sim_args
+from rigctl.sim.boot import (
+    VERSION,
+    BootFailed,
+    VllmLog,
+    engine_processes,
+    pause,
+    run_boot,
+)
+from rigctl.sim.claims import default_claims_dir, remove_claim, write_claim
 from rigctl.sim.engine import EngineReplica, EngineSim, Speed
 from rigctl.sim.http_api import Handler, SimServer
 from rigctl.sim.memory import EngineConfig, MemoryPlan, plan
 from rigctl.sim.models import ModelSpec, lookup
+from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import RigSpec, load_rig
 from rigctl.sim.stats import Stats
 
 DEFAULT_RIG = "2x3090-nvlink"

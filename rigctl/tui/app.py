@@ -22,9 +22,9 @@ from rigctl.jsonio import DamagedFile
 from rigctl.monitor import Monitor
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
-from rigctl.serve.statefiles import read_record
 from rigctl.serve.serving import ServingStatus
+from rigctl.serve.statefiles import read_record
+from rigctl.serve.steps import ServeContext
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen

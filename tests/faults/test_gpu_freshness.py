@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 
 from rigctl.config import load_settings
-from rigctl.gpu.backend import open_backend
+from rigctl.backends import open_backend
 from rigctl.gpu.sampler import RigSampler
 from rigctl.monitor import Monitor
 from rigctl.tui.app import make_app

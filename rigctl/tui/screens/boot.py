@@ -11,7 +11,6 @@ from textual.widgets import Footer, Static
 
 from rigctl.tui.widgets.server_log import ServerLog
 
-
 STEPS_SHOWN = 8  # phases of the current boot shown at once
 
 

@@ -12,11 +12,11 @@ from textual.widgets import Footer
 from rigctl.config import Settings
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigInfo, RigSnapshot
+from rigctl.serve.logtail import TailReader
 from rigctl.serve.serving import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar
-from rigctl.serve.logtail import TailReader
 from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel

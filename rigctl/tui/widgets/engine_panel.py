@@ -10,9 +10,9 @@ from rich.text import Text
 from rigctl import fmt
 from rigctl.engine.poller import EngineState
 from rigctl.engine.report import quantiles
-from rigctl.tui.ringbuffer import RingBuffer
 from rigctl.serve.serving import ServingStatus
 from rigctl.tui.levels import level
+from rigctl.tui.ringbuffer import RingBuffer
 from rigctl.tui.widgets.bars import level_style, meter_line, spark, theme_style
 from rigctl.tui.widgets.lines_widget import LinesWidget
 

@@ -10,8 +10,14 @@ from rich.text import Text
 
 from rigctl import fmt
 from rigctl.gpu.model import Gpu, GpuSample
+from rigctl.tui.levels import (
+    level,
+    power_fraction,
+    short_name,
+    temperature_level,
+    vram_fraction,
+)
 from rigctl.tui.ringbuffer import RingBuffer
-from rigctl.tui.levels import level, power_fraction, short_name, temperature_level, vram_fraction
 from rigctl.tui.widgets.bars import level_style, meter_line, spark_pair, theme_style
 from rigctl.tui.widgets.lines_widget import LinesWidget
 
