@@ -15,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families
 
-from rigctl.engine.prom import _LABEL_CACHE, parse  # noqa: E402
-from rigctl.sim.exposition import render  # noqa: E402
-from rigctl.sim.stats import Stats  # noqa: E402
+from rigctl.engine.prom import _LABEL_CACHE, parse
+from rigctl.sim.exposition import render
+from rigctl.sim.stats import Stats
 
 
 def vllm_sized() -> str:
@@ -55,7 +55,7 @@ def theirs(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
             for s in family.samples if not s.name.endswith("_created")}
 
 
-def best_ms(fn, text: str, rounds: int) -> float:  # noqa: ANN001
+def best_ms(fn, text: str, rounds: int) -> float:
     times = []
     for _ in range(rounds):
         start = time.process_time()
@@ -64,8 +64,8 @@ def best_ms(fn, text: str, rounds: int) -> float:  # noqa: ANN001
     return min(times) * 1000
 
 
-def same(a: set, b: set) -> bool:  # noqa: ANN001
-    norm = lambda s: {(n, l, "nan" if math.isnan(v) else v) for n, l, v in s}  # noqa: E731
+def same(a: set, b: set) -> bool:
+    norm = lambda s: {(n, labels, "nan" if math.isnan(v) else v) for n, labels, v in s}  # noqa: E731
     return norm(a) == norm(b)
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rigctl.gpu.nvml import NvmlBackend  # noqa: E402
-from rigctl.sim.rigspec import load_rig, rig_names  # noqa: E402
-from rigctl.gpu.sampler import RigSampler  # noqa: E402
-from rigctl.sim.rig import SimulatedBackend  # noqa: E402
-from tests.support.fake_nvml import FakeNvmlLib, installed  # noqa: E402
+from rigctl.gpu.nvml import NvmlBackend
+from rigctl.gpu.sampler import RigSampler
+from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import load_rig, rig_names
+from tests.support.fake_nvml import FakeNvmlLib, installed
 
 
-def cpu_ms_per_call(fn, n: int) -> float:  # noqa: ANN001
+def cpu_ms_per_call(fn, n: int) -> float:
     fn()  # warm caches (process names, function pointers)
     start = time.process_time()
     for _ in range(n):

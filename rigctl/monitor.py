@@ -66,7 +66,7 @@ class Monitor:
         try:
             rig = self.sampler.snapshot()
             self._last_rig = rig
-        except Exception as exc:  # a poll never takes the app down; the view goes stale
+        except Exception as exc:  # noqa: BLE001 - a poll never takes the app down; the view goes stale
             errors.append(("rig", f"{type(exc).__name__}: {exc}"))
         if engine_due and self.request_engine():
             self._done.wait(ENGINE_WAIT)  # fresh figures in this tick when the engine answers at once
@@ -107,7 +107,7 @@ class Monitor:
                 result = self._poll_engine()
                 with self._lock:
                     self._finished = result
-            except Exception as exc:  # never fatal: the panel says what went wrong
+            except Exception as exc:  # noqa: BLE001 - never fatal: the panel says what went wrong
                 with self._lock:
                     self._engine_errors.append(("engine", f"{type(exc).__name__}: {exc}"))
             finally:
@@ -158,7 +158,7 @@ class Monitor:
             return None
         try:
             title, lines = reader.read()
-        except Exception as exc:  # the tail is never worth a failed tick: said once, then left alone
+        except Exception as exc:  # noqa: BLE001 - the tail is never worth a failed tick: said once, then left alone
             reader.broken = True
             errors.append(("log tail", f"{type(exc).__name__}: {exc}"))
             return None

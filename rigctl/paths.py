@@ -65,8 +65,8 @@ def writable_problem(directory: Path, min_free: int = MIN_FREE_BYTES) -> str | N
         return f"{directory} is not writable: {exc.strerror or exc}"
     free = stats.f_bavail * stats.f_frsize
     if free < min_free:
-        return f"the filesystem of {directory} is full ({free // 1024:,} KiB free; rigctl needs " \
-               f"{min_free // 2**20} MiB for the boot log and its records)"
+        return (f"the filesystem of {directory} is full ({free // 1024:,} KiB free; rigctl needs "
+                f"{min_free // 2**20} MiB for the boot log and its records)")
     return None
 
 

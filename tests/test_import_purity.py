@@ -75,7 +75,7 @@ def test_the_list_covers_every_headless_subcommand() -> None:
     assert subcommands(build_parser()) - TUI_COMMANDS == covered
 
 
-def test_every_headless_command_imports_no_textual(profiles: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_every_headless_command_imports_no_textual(profiles: Path, monkeypatch) -> None:
     monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
     monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
     # One process runs the whole session; after each command it names any UI module now loaded.

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rigctl.profiles.option_kinds import classify_action  # noqa: E402
+from rigctl.profiles.option_kinds import classify_action
 
 
 def help_sections(help_text: str) -> dict[str, str]:

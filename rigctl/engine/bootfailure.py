@@ -54,11 +54,11 @@ FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 GENERIC = ("engine_core", "crash", "oom")
 _TABLE = {
-    "oom_load": ("CUDA out of memory while loading the weights", "use a smaller quantisation, raise "
-                 "tensor_parallel_size, or lower gpu_memory_utilization"),
+    "oom_load": ("CUDA out of memory while loading the weights", ("use a smaller quantisation, raise "
+                 "tensor_parallel_size, or lower gpu_memory_utilization")),
     "oom_sampler": ("CUDA out of memory while warming up the sampler", "lower max_num_seqs"),
-    "oom": ("CUDA out of memory", "lower max_num_batched_tokens or gpu_memory_utilization, or set "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+    "oom": ("CUDA out of memory", ("lower max_num_batched_tokens or gpu_memory_utilization, or set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")),
     "no_kv_memory": ("no memory left for the KV cache after weights and activations",
                      "raise gpu_memory_utilization or use smaller weights"),
     "port_in_use": ("the port is already in use", "stop what listens there or change port"),

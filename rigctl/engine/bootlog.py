@@ -182,7 +182,7 @@ class BootLogReader:
         if not line.strip():
             return None
         shown = redact_text(line.rstrip())  # what a report quotes never carries a key
-        r.tail = (r.tail + [shown])[-self.TAIL:]
+        r.tail = ([*r.tail, shown])[-self.TAIL:]
         _, stamp, message = self.split(shown)
         seconds = self._seconds(stamp)
         self._numbers(message, seconds)

@@ -75,11 +75,11 @@ def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
     if figures.restarted:
         lines.append("vLLM RESTARTED during this interval: a counter went down; figures count from the restart")
     lines += [
-        f"prefix cache: hit rate {fmt.frac_pct(figures.hit_rate)} (interval), "
-        f"{fmt.frac_pct(figures.hit_rate_lifetime)} (lifetime)",
-        f"throughput: prompt {fmt.number(figures.prompt_tps, 1, ' tok/s')} (computed "
+        (f"prefix cache: hit rate {fmt.frac_pct(figures.hit_rate)} (interval), "
+        f"{fmt.frac_pct(figures.hit_rate_lifetime)} (lifetime)"),
+        (f"throughput: prompt {fmt.number(figures.prompt_tps, 1, ' tok/s')} (computed "
         f"{fmt.number(figures.prefill_compute_tps, 1, ' tok/s')}), generation "
-        f"{fmt.number(figures.generation_tps, 1, ' tok/s')}",
+        f"{fmt.number(figures.generation_tps, 1, ' tok/s')}"),
         f"latency: {latency_line(figures)}",
         f"preemptions: {fmt.count(figures.preemptions)} in {figures.seconds:.1f} s",
     ]

@@ -53,7 +53,7 @@ def mask_to_ranges(words: Any, bits_per_word: int = 64) -> str | None:
         return None
     ranges: list[str] = []
     start = prev = ids[0]
-    for cpu in ids[1:] + [None]:
+    for cpu in [*ids[1:], None]:
         if cpu is not None and cpu == prev + 1:
             prev = cpu
             continue

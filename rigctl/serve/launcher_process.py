@@ -76,8 +76,8 @@ class ProcessLauncher:
     def check(self, spec: LaunchSpec) -> list[str]:
         path, problem = resolve_program(spec.argv[0], spec.env)
         problem = problem or (interpreter_problem(path) if path else None)
-        problems = [f"cannot start vLLM: {problem} (set [server] vllm_command in config.toml, or the "
-                    "profile's [rigctl] vllm_command, to the vllm of your venv)"] if problem else []
+        problems = [(f"cannot start vLLM: {problem} (set [server] vllm_command in config.toml, or the "
+                    "profile's [rigctl] vllm_command, to the vllm of your venv)")] if problem else []
         log_problem = paths.writable_problem(paths.state_dir() / "logs")
         if log_problem:
             problems.append(f"cannot write the server log: {log_problem}")

@@ -83,8 +83,8 @@ def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Sett
         return None
     try:
         snapshot = ctx.sampler.snapshot()
-    except Exception:
-        return None  # no reading, no refusal: the boot will tell
+    except Exception:  # noqa: BLE001 - no reading, no refusal: the boot will tell
+        return None
     gmu = float(settings["gpu_memory_utilization"].value) if "gpu_memory_utilization" in settings else DEFAULT_GMU
     gpus = {g.index: g for g in snapshot.info.gpus}
     shortfalls: list[tuple[float, str]] = []

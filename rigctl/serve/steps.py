@@ -126,7 +126,7 @@ def _wait_vram_released(ctx: ServeContext, record: ServerRecord, limit: float = 
     while time.monotonic() < deadline:
         try:
             pids = {p.pid for s in ctx.sampler.snapshot().samples for p in s.processes or ()}
-        except Exception:  # a sampling fault must not stop a switch; the boot will tell
+        except Exception:  # noqa: BLE001 - a sampling fault must not stop a switch; the boot will tell
             return
         if record.pid not in pids:
             return
@@ -155,7 +155,7 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) 
     with no_interrupt():
         try:
             record = ctx.launcher.start(spec, profile.name)
-        except Exception as exc:  # a deleted venv, systemctl or docker failing, an unwritable log
+        except Exception as exc:  # noqa: BLE001 - a deleted venv, systemctl or docker failing, an unwritable log
             return not_started(profile.name, Failure("launch", f"vLLM could not be started: {_reason(exc)}", "",
                                                      "check [server] vllm_command and the launcher settings "
                                                      "(rigctl config)"))
@@ -167,7 +167,7 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) 
                                                      f"({_reason(exc)}), so the server was stopped again", ""))
     try:
         result = watch_boot(ctx.launcher, record, timeout, ctx.on_event, cancel=ctx.interrupt.requested)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the watcher itself failed: the boot is stopped and said
         _stop_quietly(ctx, record)
         return BootResult(profile.name, False, 0.0, BootReport(), Failure(
             "internal", f"following the boot failed: {_reason(exc)}", ""), record)
@@ -213,7 +213,7 @@ def _stop_quietly(ctx: ServeContext, record: ServerRecord) -> None:
     """Nothing half-started stays behind; a stop that fails is said, and the record stays."""
     try:
         ctx.launcher.stop(record, min(ctx.settings.stop_grace, BOOTING_GRACE))  # never ready: SIGTERM is ignored
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a stop that fails is said, never raised mid-rollback
         ctx.say("warning", f"the failed server for {record.profile} could not be stopped: {_reason(exc)}; "
                 f"it stays recorded (rigctl stop retries)", record.profile)
         return
@@ -242,6 +242,6 @@ def rollback_timeout(ctx: ServeContext, profile: Profile) -> float:
     configured = boot_timeout(ctx, profile, None)
     try:
         seconds = [r.boot_seconds for r in boots.read_all() if r.profile == profile.name]
-    except Exception:
+    except Exception:  # noqa: BLE001 - an unreadable history only loses the margin
         seconds = []
     return max([configured] + [s * ROLLBACK_MARGIN + 10 for s in seconds])

@@ -95,7 +95,7 @@ def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, roll
             return _transaction(ctx, profile, spec, running, last_good, timeout, rollback)
         except KeyboardInterrupt:
             return _left(ctx, target, last_good)
-        except Exception as exc:  # a fault of rigctl's own: said, and the state left honest
+        except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the state left honest
             message = (f"the switch to {target} broke off: {type(exc).__name__}: {exc}; "
                        "`rigctl status` shows what runs")
             _state(ctx, "failed", None, last_good, message)
@@ -154,7 +154,7 @@ def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, la
     try:
         again_prepared = prepare(ctx, last_good)
         previous, previous_spec = again_prepared.profile, again_prepared.spec
-    except Exception as exc:  # the last good profile itself may have become invalid on disk
+    except Exception as exc:  # noqa: BLE001 - the last good profile itself may have become invalid on disk
         message = f"{why}; rollback to {last_good} impossible: {exc}; nothing serves"
         _state(ctx, "failed", None, last_good, message)
         ctx.say("failure", message, last_good)

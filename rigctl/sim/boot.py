@@ -106,7 +106,7 @@ def engine_processes(cfg: EngineConfig) -> list[str]:
 
 
 def run_boot(log: VllmLog, cfg: EngineConfig, model: ModelSpec, plans: list[MemoryPlan], devices: list[int],
-             on_weights: "callable", on_kv: "callable") -> None:
+             on_weights: callable, on_kv: callable) -> None:
     """Write the boot log for `plans` (one per GPU); raise BootFailed after the explaining lines."""
     worker = "Worker_TP0" if cfg.tp * cfg.pp > 1 else engine_processes(cfg)[0]
     first = plans[0]
@@ -114,7 +114,7 @@ def run_boot(log: VllmLog, cfg: EngineConfig, model: ModelSpec, plans: list[Memo
         f"tensor_parallel_size={cfg.tp}, pipeline_parallel_size={cfg.pp}, data_parallel_size={cfg.dp}, "
         f"max_seq_len={first.max_model_len}, kv_cache_dtype={cfg.kv_cache_dtype}, enforce_eager={cfg.enforce_eager}",
         offset=1)
-    for plan, device in zip(plans, devices):
+    for plan, device in zip(plans, devices, strict=True):
         if plan.failure == "foreign_vram":
             _engine_failed(log, f"ValueError: Free memory on device cuda:{device} ({plan.free_at_start / GIB:.2f}/"
                                 f"{plan.total / GIB:.2f} GiB) on startup is less than desired GPU memory utilization "

@@ -44,7 +44,7 @@ class Request:
     blocks: list[str]
     max_tokens: int
     arrival: float
-    out: "queue.Queue[tuple[int, str | None]]" = field(default_factory=queue.Queue)
+    out: queue.Queue[tuple[int, str | None]] = field(default_factory=queue.Queue)
     admitted_at: float | None = None
     first_token_at: float | None = None
     last_token_at: float | None = None

@@ -38,7 +38,7 @@ def render(stats: Stats, model_name: str, cache_info: dict[str, str], started: f
                 for reason, value in (("capacity", waiting), ("deferred", 0.0)):
                     add(f"vllm:num_requests_waiting_by_reason{_labels(engine=str(e), model_name=model_name, reason=reason)}"
                         f" {go_float(value)}")
-    counters = sorted({key for key in stats._counters}, key=lambda k: (list(COUNTERS).index(k[0]), k[1], k[3] or ""))
+    counters = sorted(set(stats._counters), key=lambda k: (list(COUNTERS).index(k[0]), k[1], k[3] or ""))
     for name in COUNTERS:
         keys = [k for k in counters if k[0] == name]
         if not keys or (name.startswith("spec_decode") and not stats.spec):
@@ -57,7 +57,7 @@ def render(stats: Stats, model_name: str, cache_info: dict[str, str], started: f
         for e in engines:
             hist = stats._hist[(name, e)]
             running = 0
-            for bound, count in zip([*hist.buckets, float("inf")], hist.counts):
+            for bound, count in zip([*hist.buckets, float("inf")], hist.counts, strict=True):
                 running += count
                 add(f"vllm:{name}_bucket{_labels(engine=str(e), le=go_float(bound), model_name=model_name)} {go_float(running)}")
             add(f"vllm:{name}_count{_labels(engine=str(e), model_name=model_name)} {go_float(hist.n)}")
@@ -91,7 +91,7 @@ _QUIET_HISTOGRAMS = {
 }
 
 
-def _quiet_families(add, engines: range, model_name: str, created: float) -> None:  # noqa: ANN001
+def _quiet_families(add, engines: range, model_name: str, created: float) -> None:
     add("# TYPE vllm:admission_rejections_total counter")
     for reason in ("max_num_queued_reqs", "max_num_queued_tokens"):
         add(f"vllm:admission_rejections_total{_labels(model_name=model_name, reason=reason)} 0.0")

@@ -34,7 +34,7 @@ class Handler(BaseHTTPRequestHandler):
     server: SimServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler API
+    def log_message(self, format: str, *args: Any) -> None:
         return  # access lines are written by _access in uvicorn's format
 
     def _access(self, status: int) -> None:
@@ -64,7 +64,7 @@ class Handler(BaseHTTPRequestHandler):
         token = self.headers.get("authorization", "").removeprefix("Bearer ").strip()
         return token in self.server.api_keys
 
-    def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler API
+    def do_GET(self) -> None:
         path = self.path.split("?")[0]
         if not self._authorised():
             self._json(401, {"error": "Unauthorized"})
@@ -87,7 +87,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"detail": "Not Found"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         path = self.path.split("?")[0]
         if path not in ("/v1/completions", "/v1/chat/completions"):
             self._json(404, {"detail": "Not Found"})
@@ -113,7 +113,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._complete(request, chat)
 
-    def _pieces(self, request: Request):  # noqa: ANN202 - generator of (tokens, finish reason)
+    def _pieces(self, request: Request):
         while True:
             tokens, reason = request.out.get()
             yield tokens, reason

@@ -11,7 +11,6 @@ import random
 import threading
 from collections.abc import Callable
 
-
 SYSTEM_PROMPTS = [
     "You are a careful coding agent. Follow the repository's conventions. " * 180,
     "You are a research assistant who cites sources and answers tersely. " * 200,

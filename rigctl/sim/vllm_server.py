@@ -182,7 +182,7 @@ def _titles(cfg: EngineConfig) -> list[str]:
 
 
 def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engine: EngineSim, plan0: MemoryPlan,
-          host: str, port: int, report_load: "callable") -> None:
+          host: str, port: int, report_load: callable) -> None:
     server = SimServer((host, port), Handler, bind_and_activate=False)
     server.socket.close()
     server.socket = sock
@@ -234,7 +234,7 @@ def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engi
 
 
 def _stats_line(log: VllmLog, engine: EngineSim, cfg: EngineConfig, tokens: float, seconds: float) -> None:
-    for d, process in enumerate(engine_processes(cfg)):
+    for d in range(len(engine_processes(cfg))):
         replica = engine.replicas[d]
         log("APIServer", "loggers.py:271", f"Engine {d:03d}: Avg prompt throughput: 0.0 tokens/s, Avg generation "
             f"throughput: {tokens / seconds / cfg.dp:.1f} tokens/s, Running: {len(replica.running)} reqs, Waiting: "

@@ -274,7 +274,7 @@ class RigApp(App[None]):
         except RigctlError as exc:  # profile errors, a busy rig: shown, nothing touched
             self.post_message(SwitchFinished(name, None, str(exc)))
             return
-        except Exception as exc:  # shown, never fatal to the app
+        except Exception as exc:  # noqa: BLE001 - shown, never fatal to the app
             self.post_message(SwitchFinished(name, None, f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(SwitchFinished(name, outcome))

@@ -12,7 +12,7 @@ from rigctl.engine.bootlog import BootLogReader, classify_line, read_bootlog
 SAMPLES = Path(__file__).parent.parent / "fixtures" / "vllm"
 
 
-def sample(name: str):  # noqa: ANN201
+def sample(name: str):
     return read_bootlog((SAMPLES / name).read_text().splitlines())
 
 
@@ -61,17 +61,17 @@ def test_stats_log_is_not_a_boot() -> None:
 
 
 @pytest.mark.parametrize("line,cause", [
-    ("INFO 01-01 00:00:00 [kv_cache_utils.py:1148] GPU + host KV cache size: 1,000 tokens, Maximum concurrency "
-     "for 500 tokens per request: 2.00x", None),
-    ("(EngineCore pid=7) ERROR 05-01 10:00:00 [core.py:1] ValueError: Free memory on device cuda:0 (20.1/23.6 GiB) on "
-     "startup is less than desired GPU memory utilization (0.92, 21.7 GiB). Decrease GPU memory utilization.",
+    (("INFO 01-01 00:00:00 [kv_cache_utils.py:1148] GPU + host KV cache size: 1,000 tokens, Maximum concurrency "
+     "for 500 tokens per request: 2.00x"), None),
+    (("(EngineCore pid=7) ERROR 05-01 10:00:00 [core.py:1] ValueError: Free memory on device cuda:0 (20.1/23.6 GiB) on "
+     "startup is less than desired GPU memory utilization (0.92, 21.7 GiB). Decrease GPU memory utilization."),
      "foreign_vram"),
     ("vllm serve: error: unrecognized arguments: --swap-space 4", "unknown_flag"),
     ("OSError: [Errno 98] Address already in use", "port_in_use"),
     ("RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests.", "oom_sampler"),
     ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`", "no_kv_memory"),
-    ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in "
-     "KV cache (20000). Try increasing `gpu_memory_utilization`", "max_model_len"),
+    (("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in "
+     "KV cache (20000). Try increasing `gpu_memory_utilization`"), "max_model_len"),
 ])
 def test_classified_lines(line: str, cause: str | None) -> None:
     found = classify_line(BootLogReader.split(line)[2])
@@ -79,12 +79,12 @@ def test_classified_lines(line: str, cause: str | None) -> None:
 
 
 def test_device_prefixed_capacity_line() -> None:
-    r = read_bootlog(["(EngineCore pid=3) INFO 07-01 10:00:00 [kv_cache_utils.py:1148] GPU + host KV cache size: "
-                      "1,234,567 tokens, Maximum concurrency for 131,072 tokens per request: 9.42x"])
+    r = read_bootlog([("(EngineCore pid=3) INFO 07-01 10:00:00 [kv_cache_utils.py:1148] GPU + host KV cache size: "
+                      "1,234,567 tokens, Maximum concurrency for 131,072 tokens per request: 9.42x")])
     assert (r.kv_tokens, r.kv_device, r.max_concurrency) == (1_234_567, "GPU + host", 9.42)
 
 
-def test_cli_bootlog_reads_a_file_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch) -> None:  # noqa: ANN001
+def test_cli_bootlog_reads_a_file_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     assert main(["bootlog", str(SAMPLES / "bootlog_0.11.0_1.log")]) == 0
     out = capsys.readouterr().out
     assert "KV capacity at 65,536 tokens: 425,424 tokens, max concurrency 6.49x" in out

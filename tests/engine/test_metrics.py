@@ -63,7 +63,7 @@ class FakeVllm:
 
 def two_scrapes() -> tuple[str, str]:
     vllm = FakeVllm()
-    l = vllm.l()  # noqa: E741
+    l = vllm.l()
     vllm.queries.labels(**l).inc(10_000)
     vllm.hits.labels(**l).inc(2_000)
     vllm.prompt.labels(**l).inc(10_000)

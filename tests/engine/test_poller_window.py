@@ -3,7 +3,7 @@ window, say so, and a window without a finished request reads `idle` only when n
 
 from __future__ import annotations
 
-from rigctl.engine.poller import LATENCY_WINDOW, EnginePoller, Endpoint
+from rigctl.engine.poller import LATENCY_WINDOW, Endpoint, EnginePoller
 from rigctl.engine.report import latency_line
 from tests.engine.test_http_get import length_framed, scripted
 from tests.engine.test_metrics import FakeVllm
@@ -11,7 +11,7 @@ from tests.engine.test_metrics import FakeVllm
 
 def test_quantiles_cover_the_window_and_say_so() -> None:
     vllm = FakeVllm()
-    l = vllm.l()  # noqa: E741
+    l = vllm.l()
     vllm.gen.labels(**l).inc(100)
     first = vllm.text()
     for value in (0.02, 0.03, 0.04):  # three requests finish in the first 10 s

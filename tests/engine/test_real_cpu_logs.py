@@ -17,7 +17,7 @@ from rigctl.engine.report import text
 CPU = Path(__file__).parent.parent / "fixtures" / "vllm-cpu"
 
 
-def report(name: str):  # noqa: ANN201
+def report(name: str):
     return read_bootlog((CPU / name).read_text(errors="replace").splitlines())
 
 
@@ -61,8 +61,8 @@ def test_phases_count_the_imports_before_the_first_line() -> None:
      "set max_model_len to 32,768 or less"),
     ("fail-cpu-memory.log", "cpu_memory", "NUMA node 0 had 6.56 of 7.96 GiB free, but gpu_memory_utilization 0.92",
      "set VLLM_CPU_KVCACHE_SPACE"),
-    ("fail-kv-too-small-flag.log", "max_model_len", "max_model_len 32,768 needs more KV cache than fits; vLLM "
-     "estimates 16,256 fits", "raise the KV size you set (kv_cache_memory_bytes, or VLLM_CPU_KVCACHE_SPACE"),
+    ("fail-kv-too-small-flag.log", "max_model_len", ("max_model_len 32,768 needs more KV cache than fits; vLLM "
+     "estimates 16,256 fits"), "raise the KV size you set (kv_cache_memory_bytes, or VLLM_CPU_KVCACHE_SPACE"),
     ("fail-flag-unknown.log", "unknown_flag", "vLLM does not accept --no-such-flag 4", "remove or rename"),
 ])
 def test_each_real_failure_is_named_as_what_it_is(name: str, cause: str, said: str, hint: str) -> None:
@@ -79,8 +79,8 @@ def test_a_boot_that_sigterm_did_not_stop_is_not_an_engine_failure() -> None:
 
 
 def test_a_signal_that_reaches_a_booting_engine_is_named() -> None:
-    lines = ["(EngineCore pid=7) INFO 12-01 08:41:07 [core.py:1454] [shutdown] EngineCore: trigger received "
-             "signal=SIGTERM",
+    lines = [("(EngineCore pid=7) INFO 12-01 08:41:07 [core.py:1454] [shutdown] EngineCore: trigger received "
+             "signal=SIGTERM"),
              "(EngineCore pid=7) ERROR 12-01 08:41:08 [core.py:1510] EngineCore failed to start."]
     failure = read_bootlog(lines).failure
     assert failure.cause == "signal" and failure.summary == "stopped by SIGTERM while it booted"

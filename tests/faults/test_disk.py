@@ -58,8 +58,8 @@ def test_a_full_state_dir_is_refused_before_the_stop(rig: Rig, ns: MountNamespac
     refused = rig.rigctl("switch", "alt")
     assert refused.returncode == 3, refused.stdout + refused.stderr
     line = refused.stderr.strip()
-    assert line.startswith(f"not switched: the filesystem of {rig.state_dir} is full (") or \
-        line.startswith(f"not switched: {rig.state_dir} is not writable: No space left on device"), line
+    assert line.startswith((f"not switched: the filesystem of {rig.state_dir} is full (",
+                            f"not switched: {rig.state_dir} is not writable: No space left on device")), line
     assert line.endswith("good keeps serving") and rig.serves()[0] == SERVED
     rig.check_invariants()
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rigctl.sim.rigspec import MIB
 from rigctl.sim.claims import write_claim
+from rigctl.sim.rigspec import MIB
 from tests.faults.rig import SERVED, Rig
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psutil
 
-from rigctl.config import load_settings
 from rigctl.backends import open_backend
+from rigctl.config import load_settings
 from rigctl.gpu.sampler import RigSampler
 from rigctl.monitor import Monitor
 from rigctl.tui.app import make_app

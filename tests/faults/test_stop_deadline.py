@@ -25,7 +25,7 @@ def test_a_server_that_outlives_sigkill_is_reported_with_its_pid(rig: Rig) -> No
     stuck = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "setsid", "sleep", "300"])
     try:
         time.sleep(0.3)
-        leader = next(p for p in psutil.Process(stuck.pid).children(recursive=True) + [psutil.Process(stuck.pid)]
+        leader = next(p for p in [*psutil.Process(stuck.pid).children(recursive=True), psutil.Process(stuck.pid)]
                       if p.name() == "sleep")
         rig.state_dir.mkdir(parents=True, exist_ok=True)
         (rig.state_dir / "server.json").write_text(json.dumps({

@@ -23,13 +23,12 @@ def test_vllm_roles(name: str, cmdline: str | None, role: str | None) -> None:
 def test_inspector_names_live_processes_and_tells_a_new_process_from_an_old_one() -> None:
     import subprocess
     import sys
-
-    from rigctl.gpu.model import GpuProcess
-    from rigctl.gpu.processes import ProcessInspector, process_start
-
     import time
 
     import psutil
+
+    from rigctl.gpu.model import GpuProcess
+    from rigctl.gpu.processes import ProcessInspector, process_start
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -12,15 +12,15 @@ import pytest
 
 from rigctl.gpu.model import P2PCap
 from rigctl.gpu.nvml import NvmlBackend
-from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.topology import build_topology, render_matrix, render_p2p
+from rigctl.sim.rigspec import load_rig
 from tests.support.fake_nvml import FakeNvmlLib, installed
 from tests.support.topo_parse import parse_topo_affinity, parse_topo_matrix, section_after
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-def nvml_topology(rig: str):  # noqa: ANN201
+def nvml_topology(rig: str):
     with installed(FakeNvmlLib(load_rig(rig))):
         info = NvmlBackend().info()
     return info, build_topology(info)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from rigctl.gpu.model import GpuProcess, GpuSample
-from rigctl.sim.rigspec import load_rig
-from rigctl.sim.rig import SimulatedBackend
 from rigctl.gpu.topology import build_topology
 from rigctl.gpu.warnings import sample_warnings, slot_limit, static_warnings
+from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import load_rig
 
 
-def warnings_for(rig: str, env: dict[str, str] | None = None):  # noqa: ANN201
+def warnings_for(rig: str, env: dict[str, str] | None = None):
     info = SimulatedBackend(load_rig(rig)).info()
     return static_warnings(info, build_topology(info), env or {})
 
@@ -34,8 +34,8 @@ def test_x8_board_in_x8_link_is_not_slot_limited() -> None:
 
 
 def test_all_reduce_verdicts() -> None:
-    nvlink = [w for w in warnings_for("2x3090-nvlink") if w.code == "vllm-all-reduce"][0]
-    pcie = [w for w in warnings_for("2x4090-pcie") if w.code == "vllm-all-reduce"][0]
+    nvlink = next(w for w in warnings_for("2x3090-nvlink") if w.code == "vllm-all-reduce")
+    pcie = next(w for w in warnings_for("2x4090-pcie") if w.code == "vllm-all-reduce")
     assert nvlink.severity == "info" and "fully connected" in nvlink.message
     assert pcie.severity == "warn" and "lacks GPU P2P" in pcie.message
     assert not [w for w in warnings_for("1x3090") if w.code == "vllm-all-reduce"]

@@ -29,7 +29,7 @@ SHIPPED_RIGS = {
 }
 
 
-def warnings_of(store: ProfileStore, table, name: str, rig_name: str | None = None) -> list[str]:  # noqa: ANN001
+def warnings_of(store: ProfileStore, table, name: str, rig_name: str | None = None) -> list[str]:
     return [str(d) for d in validate(store.load(name), table, rig(rig_name) if rig_name else None)
             if d.severity == "warning"]
 

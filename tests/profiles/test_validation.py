@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.profiles.options import OptionTable
+from rigctl.profiles.options import OptionTable, parse_human_int
 from rigctl.profiles.schema import ProfileError
 from rigctl.profiles.store import ProfileStore
-from rigctl.profiles.options import parse_human_int
 from rigctl.profiles.validate import validate
 from tests.profiles.conftest import rig, write
 

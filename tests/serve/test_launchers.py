@@ -28,7 +28,7 @@ class Recorder:
 
 
 @pytest.fixture
-def spec(isolated_dirs: Path):  # noqa: ANN201
+def spec(isolated_dirs: Path):
     user = isolated_dirs / "config" / "rigctl" / "profiles"
     user.mkdir(parents=True)
     (user / "secret.toml").write_text('extends = "qwen36-27b-4090-tp2-mtp"\n[vllm]\napi_key = "sk-1"\n'
@@ -36,7 +36,7 @@ def spec(isolated_dirs: Path):  # noqa: ANN201
     return render(ProfileStore().load("secret"), load_option_table(), ("/opt/vllm/bin/vllm",))
 
 
-def test_systemd_dropin_envfile_and_commands(spec, tmp_path: Path) -> None:  # noqa: ANN001
+def test_systemd_dropin_envfile_and_commands(spec, tmp_path: Path) -> None:
     runner = Recorder({"MainPID": "4242\n"})
     launcher = SystemdLauncher("vllm.service", user=True, dropin_dir=str(tmp_path / "vllm.service.d"), runner=runner)
     record = launcher.start(spec, "secret")
@@ -64,7 +64,7 @@ def test_systemd_exit_status_and_quoting() -> None:
     assert launcher.dropin == Path("/etc/systemd/system/vllm.service.d/rigctl.conf")
 
 
-def test_docker_run_publishes_on_the_profile_host_only(spec, tmp_path: Path) -> None:  # noqa: ANN001
+def test_docker_run_publishes_on_the_profile_host_only(spec, tmp_path: Path) -> None:
     runner = Recorder()
     launcher = DockerLauncher("vllm/vllm-openai:v0.33.0", "rigctl-vllm", str(tmp_path / "hf"), runner=runner)
     launcher.start(spec, "secret")
@@ -81,7 +81,7 @@ def test_docker_run_publishes_on_the_profile_host_only(spec, tmp_path: Path) -> 
     assert runner.calls[-2:] == [["docker", "stop", "-t", "30", "rigctl-vllm"], ["docker", "rm", "rigctl-vllm"]]
 
 
-def _spec_with(isolated_dirs: Path, name: str, body: str):  # noqa: ANN202
+def _spec_with(isolated_dirs: Path, name: str, body: str):
     user = isolated_dirs / "config" / "rigctl" / "profiles"
     user.mkdir(parents=True, exist_ok=True)
     (user / f"{name}.toml").write_text(f'extends = "qwen36-27b-4090-tp2-mtp"\n{body}')

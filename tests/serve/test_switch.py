@@ -15,14 +15,13 @@ import httpx
 import pytest
 
 from rigctl.errors import ExitCode
-from rigctl.sim.rigspec import MIB
-from rigctl.sim.claims import default_claims_dir, write_claim
 from rigctl.profiles.schema import ProfileError
 from rigctl.serve import boots
 from rigctl.serve import switch as transaction
 from rigctl.serve.lock import RigBusyError
-from rigctl.serve.statefiles import read_record
-from rigctl.serve.statefiles import read_state
+from rigctl.serve.statefiles import read_record, read_state
+from rigctl.sim.claims import default_claims_dir, write_claim
+from rigctl.sim.rigspec import MIB
 from tests.support.serving import add_profile
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from rigctl.sim.rigspec import load_rig
 from rigctl.sim.memory import EngineConfig, plan
 from rigctl.sim.models import lookup
+from rigctl.sim.rigspec import load_rig
 
 AWQ = "Qwen/Qwen3.6-27B-AWQ"
 ROWS = [

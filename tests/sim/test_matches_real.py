@@ -32,7 +32,7 @@ def _families(text: str) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def simulated(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def simulated(tmp_path_factory: pytest.TempPathFactory):
     """One real simulator boot, as 0.32, its log and a /metrics scrape kept."""
     home = tmp_path_factory.mktemp("sim")
     port = free_port()
@@ -62,7 +62,7 @@ def simulated(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     return log.read_text().splitlines(), metrics, version
 
 
-def test_the_boot_log_has_the_real_shapes_in_the_real_order(simulated) -> None:  # noqa: ANN001
+def test_the_boot_log_has_the_real_shapes_in_the_real_order(simulated) -> None:
     lines, _, version = simulated
     real = read_bootlog((CPU / "good-eager.log").read_text(errors="replace").splitlines())
     sim = read_bootlog(lines)
@@ -77,7 +77,7 @@ def test_the_boot_log_has_the_real_shapes_in_the_real_order(simulated) -> None: 
     assert uvicorn == ["INFO:     Application startup complete."]  # uvicorn's lines carry no process prefix
 
 
-def test_the_metrics_have_the_families_of_a_real_scrape(simulated) -> None:  # noqa: ANN001
+def test_the_metrics_have_the_families_of_a_real_scrape(simulated) -> None:
     _, metrics, _ = simulated
     real = _families((CPU / "good-eager.metrics-after.prom").read_text())
     sim = _families(metrics)

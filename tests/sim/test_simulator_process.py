@@ -16,10 +16,10 @@ import httpx
 import pytest
 
 from rigctl.engine.bootlog import read_bootlog
-from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.sim.claims import default_claims_dir
 from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import load_rig
 from tests.support.serving import free_port
 
 AWQ_TP2 = ["serve", "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--quantization", "awq_marlin",
@@ -106,7 +106,7 @@ def test_connection_refused_during_boot_then_ready(sim_env: dict[str, str], tmp_
 
 
 def test_boot_log_in_vllm_033_order(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
-    url, proc, log = server
+    _, _, log = server
     report = read_bootlog(log.read_text().splitlines())
     assert report.version == "0.33.0" and report.ready
     assert [p.name for p in report.phases] == ["start", "args", "engine", "weights", "model", "compile", "kv_memory",
@@ -191,7 +191,7 @@ def test_spec_decode_counters(server: tuple[str, subprocess.Popen[bytes], Path])
 
 
 def test_sigterm_is_clean_and_the_rig_view_agrees(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
-    url, proc, log = server
+    _, proc, log = server
     snapshot = RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"), claims_dir=default_claims_dir()),
                           with_host=False).snapshot()
     titles = {p.name for s in snapshot.samples for p in s.processes if p.pid == proc.pid}

@@ -353,7 +353,7 @@ class FakeNvmlLib:
         if array is None:
             count_ref._obj.value = len(procs)
             return INSUFFICIENT_SIZE if procs else SUCCESS
-        for slot, (pid, used) in zip(array, procs):
+        for slot, (pid, used) in zip(array, procs, strict=False):  # the array has room for more
             slot.pid, slot.usedGpuMemory = pid, used
         count_ref._obj.value = len(procs)
         return SUCCESS

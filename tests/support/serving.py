@@ -6,7 +6,6 @@ import os
 import socket
 from pathlib import Path
 
-
 _next: dict[str, int] = {}
 
 

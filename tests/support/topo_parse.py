@@ -35,7 +35,7 @@ def parse_topo_matrix(text: str) -> dict[tuple[str, str], str]:
         if not re.fullmatch(r"GPU\d+", name):
             continue
         cells = [c.strip() for c in re.split(r"\t|\s+", " ".join(row[1:])) if c.strip()]
-        for gpu, cell in zip(gpus, cells):
+        for gpu, cell in zip(gpus, cells, strict=False):  # trailing columns: CPU and NUMA affinity
             out[(name, gpu)] = cell
     return out
 

@@ -40,7 +40,7 @@ class ParseError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+    def error(self, message: str) -> None:
         raise ParseError(message)
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rigctl.config import load_settings
-from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
+from rigctl.sim.rigspec import load_rig
 from rigctl.tui.app import make_app
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
@@ -28,7 +28,7 @@ from tests.tui.helpers import poll, screen_text
 SIZES = [(80, 24), (120, 40), (200, 60)]
 
 
-def figures_shown(app) -> list[str]:  # noqa: ANN001
+def figures_shown(app) -> list[str]:
     """The numbers the widgets were given, each of which must appear whole on the screen."""
     out = []
     for card in app.screen.query(GpuCard):
@@ -40,7 +40,7 @@ def figures_shown(app) -> list[str]:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_dashboard_shows_every_figure_whole_at_each_size(serve_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+def test_dashboard_shows_every_figure_whole_at_each_size(serve_ctx, size: tuple[int, int]) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
@@ -68,7 +68,7 @@ def test_dashboard_shows_every_figure_whole_at_each_size(serve_ctx, size: tuple[
     asyncio.run(scenario())
 
 
-def test_engine_death_notifies(serve_ctx) -> None:  # noqa: ANN001
+def test_engine_death_notifies(serve_ctx) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
@@ -87,7 +87,7 @@ def test_engine_death_notifies(serve_ctx) -> None:  # noqa: ANN001
     asyncio.run(scenario())
 
 
-def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:  # noqa: ANN001
+def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:
     path = write_config("# my rig\n[tui]\n# the refresh I like\nrig_interval = 1.0\n")
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
 
@@ -109,7 +109,7 @@ def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:  # noqa: ANN0
     asyncio.run(restart())
 
 
-def test_unknown_theme_in_config_is_said_not_fatal(serve_ctx) -> None:  # noqa: ANN001
+def test_unknown_theme_in_config_is_said_not_fatal(serve_ctx) -> None:
     path = write_config('[tui]\ntheme = "no-such-theme"\n')
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
 
@@ -141,11 +141,11 @@ def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     asyncio.run(scenario())
 
 
-def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_ctx) -> None:  # noqa: ANN001
+def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_ctx) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
-    async def lines_of(tail_id: str, pilot, want: str) -> list[str]:  # noqa: ANN001
+    async def lines_of(tail_id: str, pilot, want: str) -> list[str]:
         for _ in range(60):
             await pilot.pause(0.05)
             lines = list(app.screen.query_one(f"#{tail_id}", LogTail).view.lines)

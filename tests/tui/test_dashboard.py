@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rigctl.gpu.nvml import NvmlBackend
-from rigctl.sim.rigspec import MIB, load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.sim.claims import write_claim
 from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import MIB, load_rig
 from rigctl.tui.app import make_app
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.topology_panel import TopologyPanel
@@ -76,7 +76,7 @@ def test_failed_sampling_marks_stale_then_recovers() -> None:
     class Flaky(NvmlBackend):
         broken = False
 
-        def sample(self):  # noqa: ANN201
+        def sample(self):
             if self.broken:
                 raise RuntimeError("driver hiccup")
             return super().sample()

@@ -21,7 +21,7 @@ from tests.tui.helpers import poll
 
 
 @pytest.fixture
-def live(monkeypatch: pytest.MonkeyPatch, profiles: Path):  # noqa: ANN201
+def live(monkeypatch: pytest.MonkeyPatch, profiles: Path):
     monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
     monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
     monkeypatch.setenv("RIGCTL_SIM_SPEED", "20")
@@ -41,7 +41,7 @@ def load(url: str, n: int = 4) -> None:
         t.join()
 
 
-def test_engine_panel_shows_live_figures_goes_stale_and_recovers(live) -> None:  # noqa: ANN001
+def test_engine_panel_shows_live_figures_goes_stale_and_recovers(live) -> None:
     app = make_app(live.sampler, live, poll_interval=None)
     url = read_record().base_url
 
@@ -69,7 +69,7 @@ def test_engine_panel_shows_live_figures_goes_stale_and_recovers(live) -> None: 
     asyncio.run(scenario())
 
 
-def test_cli_metrics_live(live, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+def test_cli_metrics_live(live, capsys: pytest.CaptureFixture[str]) -> None:
     url = read_record().base_url
     worker = threading.Thread(target=load, args=(url, 3))
     worker.start()

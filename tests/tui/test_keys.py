@@ -129,7 +129,7 @@ def rows_to_press(app: RigApp) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_every_help_binding_works(serve_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+def test_every_help_binding_works(serve_ctx, size: tuple[int, int]) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
     pressed: list[str] = []
@@ -155,7 +155,7 @@ def test_every_help_binding_works(serve_ctx, size: tuple[int, int]) -> None:  # 
     assert {"app.help", "app.restart", "app.stop", "app.show_history", "screen.switch"} <= set(pressed)
 
 
-def test_help_screen_shows_keys_and_explains_na(serve_ctx) -> None:  # noqa: ANN001
+def test_help_screen_shows_keys_and_explains_na(serve_ctx) -> None:
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
@@ -173,7 +173,7 @@ def test_help_screen_shows_keys_and_explains_na(serve_ctx) -> None:  # noqa: ANN
     asyncio.run(scenario())
 
 
-def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None:  # noqa: ANN001
+def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None:
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
@@ -198,7 +198,7 @@ def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None: 
     asyncio.run(scenario())
 
 
-def test_quit_during_a_switch_asks_twice(serve_ctx) -> None:  # noqa: ANN001
+def test_quit_during_a_switch_asks_twice(serve_ctx) -> None:
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:

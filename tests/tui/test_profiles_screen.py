@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static
 
-from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
-from rigctl.sim.rig import SimulatedBackend
 from rigctl.serve.statefiles import ActiveState, write_state
+from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import load_rig
 from rigctl.tui.app import make_app
 from tests.tui.helpers import poll, settle
 
 
-def app_on(rig: str):  # noqa: ANN201
+def app_on(rig: str):
     return make_app(RigSampler(SimulatedBackend(load_rig(rig))), poll_interval=None)
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from rigctl.sim.rigspec import load_rig
 from rigctl.gpu.sampler import RigSampler
 from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import load_rig
 from rigctl.tui.app import make_app
 from tests.tui.helpers import poll, settle
 

@@ -19,7 +19,7 @@ from tests.support.serving import add_profile
 from tests.tui.helpers import poll, settle
 
 
-async def choose(app, pilot, name: str) -> None:  # noqa: ANN001
+async def choose(app, pilot, name: str) -> None:
     await pilot.press("p")
     await settle(app, pilot)
     table = app.screen.query_one(DataTable)
@@ -28,7 +28,7 @@ async def choose(app, pilot, name: str) -> None:  # noqa: ANN001
     await pilot.pause()
 
 
-async def wait_switch(app, pilot) -> None:  # noqa: ANN001
+async def wait_switch(app, pilot) -> None:
     for _ in range(200):
         await pilot.pause(0.05)
         if app._serve_worker is not None and app._serve_worker.is_finished:
@@ -37,7 +37,7 @@ async def wait_switch(app, pilot) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> None:  # noqa: ANN001
+def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> None:
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
@@ -60,7 +60,7 @@ def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> No
     asyncio.run(scenario())
 
 
-def test_declined_confirmation_touches_nothing(serve_ctx) -> None:  # noqa: ANN001
+def test_declined_confirmation_touches_nothing(serve_ctx) -> None:
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
     async def scenario() -> None:
@@ -72,7 +72,7 @@ def test_declined_confirmation_touches_nothing(serve_ctx) -> None:  # noqa: ANN0
     assert read_record() is None
 
 
-def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port: int) -> None:  # noqa: ANN001
+def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port: int) -> None:
     add_profile(profiles, "long", "max_model_len = 1048576\n", port)
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
@@ -95,7 +95,7 @@ def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port
     assert read_record().profile == "good"
 
 
-def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx) -> None:  # noqa: ANN001
+def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
     log_path = Path(read_record().log_path)
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
@@ -108,7 +108,7 @@ def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx) -> None: 
                 if app.screen.query_one(ServerLog).line_count:
                     break
             assert any("Application startup complete" in line for line in app.screen.query_one(ServerLog).lines)
-            with open(log_path, "a") as handle:  # 30,000 lines at once
+            with open(log_path, "a") as handle:  # noqa: ASYNC230 - 30,000 lines at once, the flood under test
                 handle.write("".join(f"(APIServer pid=1) INFO flood line {i}\n" for i in range(30_000)))
             for _ in range(60):
                 await pilot.pause(0.05)
