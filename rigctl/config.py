@@ -154,6 +154,6 @@ def save_setting(name: str, value: Any) -> Path:
     document = tomlkit.parse(path.read_text()) if path.is_file() else tomlkit.document()
     if table not in document:
         document[table] = tomlkit.table()
-    document[table][key] = list(value) if isinstance(value, tuple) else value  # type: ignore[index]
+    document[table][key] = list(value) if isinstance(value, tuple) else value
     write_text_atomic(path, tomlkit.dumps(document))
     return path

@@ -21,6 +21,7 @@ from rigctl.engine.derive import interval
 from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
+from rigctl.gpu.model import GpuSample
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve.serving import find_running
 
@@ -120,5 +121,5 @@ def _scrape(client: EngineClient) -> EngineSnapshot:
     return snapshot(exposition, time.time())
 
 
-def _gpus(sampler: RigSampler | None) -> tuple:  # type: ignore[type-arg]
+def _gpus(sampler: RigSampler | None) -> tuple[GpuSample, ...]:
     return sampler.snapshot().samples if sampler else ()

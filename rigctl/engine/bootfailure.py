@@ -53,7 +53,7 @@ FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("engine_core", re.compile(r"Engine core initialization failed|EngineCore failed to start")),
 )
 GENERIC = ("engine_core", "crash", "oom")
-_TABLE = {
+_TABLE: dict[str, tuple[str, str | None]] = {
     "oom_load": ("CUDA out of memory while loading the weights", ("use a smaller quantisation, raise "
                  "tensor_parallel_size, or lower gpu_memory_utilization")),
     "oom_sampler": ("CUDA out of memory while warming up the sampler", "lower max_num_seqs"),
@@ -117,8 +117,8 @@ def _explain(cause: str, m: re.Match[str], line: str, kv_explicit: bool) -> Fail
                        "lower tensor/data parallel sizes or check CUDA_VISIBLE_DEVICES")
     if cause == "bad_quantization":
         return Failure(cause, f"vLLM does not know quantization {g.get('q')}", line, "check the quantization value")
-    summary, hint = _TABLE[cause]
-    return Failure(cause, summary, line, hint)
+    summary, suggestion = _TABLE[cause]
+    return Failure(cause, summary, line, suggestion)
 
 
 def most_specific(candidates: list[Failure]) -> Failure:

@@ -168,7 +168,8 @@ class BootLogReader:
             moment = _in_year(moment, reference.year)
             if moment < reference - _HALF_YEAR:
                 moment = _in_year(moment, moment.year + 1)
-        if self._t0_from_start and self._previous is None and abs((moment - self._t0).total_seconds()) > 600:
+        if self._t0_from_start and self._previous is None and self._t0 is not None \
+                and abs((moment - self._t0).total_seconds()) > 600:
             self._t0 = None  # the log's clock is not ours (a container in UTC): count from its first line
         self._previous = moment
         if self._t0 is None:
@@ -212,7 +213,7 @@ class BootLogReader:
     def _numbers(self, message: str, seconds: float | None) -> None:
         r = self.report
         if m := KV_TOKENS.search(message):
-            tokens = _n(m.group("tokens"))
+            tokens = int(m.group("tokens").replace(",", ""))
             r.kv_tokens_per_engine.append(tokens)
             r.kv_tokens = r.kv_tokens or tokens
             r.kv_device = m.group("dev") or "GPU"

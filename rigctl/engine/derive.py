@@ -172,12 +172,16 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | Non
         hit_rate_lifetime=lifetime if lifetime is not None else after.legacy_hit_rate,
         preemptions=deltas.get("preemptions"), latency=latency,
         acceptance_rate=_ratio(deltas.get("spec_accepted_tokens"), deltas.get("spec_draft_tokens")),
-        mean_acceptance_length=(1 + deltas["spec_accepted_tokens"] / drafts)
-        if drafts and deltas.get("spec_accepted_tokens") is not None else None,
+        mean_acceptance_length=_mean_length(deltas.get("spec_accepted_tokens"), drafts),
         acceptance_per_position=per_position, finished=finished, power_w=power,
         decoding=bool(deltas.get("generation_tokens")) or bool(after.running),
         joules_per_token=power / generation_tps if power is not None and generation_tps else None,
     )
+
+
+def _mean_length(accepted: float | None, drafts: float | None) -> float | None:
+    """vLLM's mean acceptance length: 1 + accepted tokens per draft."""
+    return None if not drafts or accepted is None else 1 + accepted / drafts
 
 
 def _mean_power(before: tuple[GpuSample, ...], after: tuple[GpuSample, ...],

@@ -61,7 +61,7 @@ _MISSING = object()
 
 
 def _parse_labels(text: str) -> Labels | None:
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     position = 0
     while position < len(text):
         match = _PAIR.match(text, position)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+from tomlkit.container import Container
 from tomlkit.items import Table
 
 from rigctl.atomic import write_text_atomic
@@ -69,7 +70,7 @@ def _editable(store: ProfileStore, name: str) -> Path:
     return path
 
 
-def _existing_key(table: Table, leaf: str, is_env: bool) -> str | None:
+def _existing_key(table: Container | Table, leaf: str, is_env: bool) -> str | None:
     """The key as already written, kebab or snake, so an edit updates it in place."""
     for existing in table:
         if existing == leaf or (not is_env and existing.replace("-", "_") == leaf.replace("-", "_")):
@@ -128,11 +129,13 @@ def unset_value(store: ProfileStore, name: str, key: str, tables: OptionTables,
     path = _editable(store, name)
     doc = tomlkit.parse(path.read_text())
     section, leaf = _split(key)
-    container = doc if section is None else doc.get(section)
+    found = doc if section is None else doc.get(section)
+    container = found if isinstance(found, (Container, Table)) else None
     existing = None if container is None else _existing_key(container, leaf, section == "env")
     if existing is None:
         raise BadInputError(f"{key} is not set in {path}" + (" (it may come from a parent profile)"
                                                              if section else ""))
+    assert container is not None
     del container[existing]
     return _commit(store, path, tomlkit.dumps(doc), tables, rig)
 

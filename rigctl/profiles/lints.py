@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from rigctl.gpu.model import P2PCap, P2PStatus, RigInfo
 from rigctl.gpu.topology import build_topology
@@ -17,7 +18,7 @@ from rigctl.profiles.settings import Setting
 GIB = 1024**3
 
 
-def _value(settings: dict[str, Setting], dest: str, default: object = None) -> object:
+def _value(settings: dict[str, Setting], dest: str, default: Any = None) -> Any:
     return settings[dest].value if dest in settings else default
 
 
@@ -27,7 +28,7 @@ def _key(settings: dict[str, Setting], dest: str) -> str:
 
 def _expandable(profile: Profile, settings: dict[str, Setting], rig: RigInfo | None) -> list[Diagnostic]:
     gmu = _value(settings, "gpu_memory_utilization")
-    if gmu is None or float(gmu) < 0.975:  # type: ignore[arg-type]
+    if gmu is None or float(gmu) < 0.975:
         return []
     if "expandable_segments:True" in str(profile.env.get("PYTORCH_CUDA_ALLOC_CONF", "")):
         return []
@@ -38,7 +39,7 @@ def _expandable(profile: Profile, settings: dict[str, Setting], rig: RigInfo | N
 
 def _prefill_chunk(profile: Profile, settings: dict[str, Setting], rig: RigInfo | None) -> list[Diagnostic]:
     chunk = parse_human_int(_value(settings, "max_num_batched_tokens"))
-    if chunk is None or chunk <= 2048 or int(_value(settings, "tensor_parallel_size", 1)) != 1 or rig is None:  # type: ignore[arg-type]
+    if chunk is None or chunk <= 2048 or int(_value(settings, "tensor_parallel_size", 1)) != 1 or rig is None:
         return []
     if not any(g.memory_total and 20 * GIB <= g.memory_total <= 26 * GIB for g in rig.gpus):
         return []
@@ -48,7 +49,7 @@ def _prefill_chunk(profile: Profile, settings: dict[str, Setting], rig: RigInfo 
 
 
 def _dp_api_servers(profile: Profile, settings: dict[str, Setting], rig: RigInfo | None) -> list[Diagnostic]:
-    dp = int(_value(settings, "data_parallel_size", 1))  # type: ignore[arg-type]
+    dp = int(_value(settings, "data_parallel_size", 1))
     if dp <= 1 or _value(settings, "api_server_count") == 1:
         return []
     return [profile.diagnostic("warning", _key(settings, "data_parallel_size"),
@@ -57,7 +58,7 @@ def _dp_api_servers(profile: Profile, settings: dict[str, Setting], rig: RigInfo
 
 
 def _slow_tp_link(profile: Profile, settings: dict[str, Setting], rig: RigInfo | None) -> list[Diagnostic]:
-    tp = int(_value(settings, "tensor_parallel_size", 1))  # type: ignore[arg-type]
+    tp = int(_value(settings, "tensor_parallel_size", 1))
     if tp <= 1 or rig is None or len(rig.gpus) < tp:
         return []
     topology = build_topology(rig)
@@ -107,7 +108,7 @@ def _fp8_on_ampere(profile: Profile, settings: dict[str, Setting], rig: RigInfo 
 
 
 def _pipeline_conflicts(profile: Profile, settings: dict[str, Setting], rig: RigInfo | None) -> list[Diagnostic]:
-    if int(_value(settings, "pipeline_parallel_size", 1)) <= 1:  # type: ignore[arg-type]
+    if int(_value(settings, "pipeline_parallel_size", 1)) <= 1:
         return []
     out = []
     if _value(settings, "async_scheduling") is True:

@@ -74,7 +74,7 @@ class CommandFollower:
                 pass  # a flood drops lines rather than memory
 
     def read_new(self, limit: int = 10_000) -> list[str]:
-        out = []
+        out: list[str] = []
         while len(out) < limit:
             try:
                 out.append(self._lines.get_nowait())

@@ -114,5 +114,5 @@ def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Sett
     if not shortfalls:
         return None
     shortfalls.sort(key=lambda item: -item[0])  # the worst first; the lower index on a tie
-    others = f" (and {len(shortfalls) - 1} more GPU)" if len(shortfalls) > 1 else ""
-    return f"vLLM would refuse to start: {shortfalls[0][1]}{others}"
+    more = f" (and {len(shortfalls) - 1} more GPU)" if len(shortfalls) > 1 else ""
+    return f"vLLM would refuse to start: {shortfalls[0][1]}{more}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from rigctl.sim.memory import GIB, EngineConfig, MemoryPlan
@@ -106,7 +107,7 @@ def engine_processes(cfg: EngineConfig) -> list[str]:
 
 
 def run_boot(log: VllmLog, cfg: EngineConfig, model: ModelSpec, plans: list[MemoryPlan], devices: list[int],
-             on_weights: callable, on_kv: callable) -> None:
+             on_weights: Callable[[], None], on_kv: Callable[[], None]) -> None:
     """Write the boot log for `plans` (one per GPU); raise BootFailed after the explaining lines."""
     worker = "Worker_TP0" if cfg.tp * cfg.pp > 1 else engine_processes(cfg)[0]
     first = plans[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from rigctl.sim.stats import COUNTERS, GAUGES, HISTOGRAMS, Stats, go_float
 
@@ -91,7 +92,7 @@ _QUIET_HISTOGRAMS = {
 }
 
 
-def _quiet_families(add, engines: range, model_name: str, created: float) -> None:
+def _quiet_families(add: Callable[[str], None], engines: range, model_name: str, created: float) -> None:
     add("# TYPE vllm:admission_rejections_total counter")
     for reason in ("max_num_queued_reqs", "max_num_queued_tokens"):
         add(f"vllm:admission_rejections_total{_labels(model_name=model_name, reason=reason)} 0.0")

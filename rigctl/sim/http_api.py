@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -113,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._complete(request, chat)
 
-    def _pieces(self, request: Request):
+    def _pieces(self, request: Request) -> Iterator[tuple[int, str | None]]:  # (tokens, finish reason)
         while True:
             tokens, reason = request.out.get()
             yield tokens, reason
@@ -130,7 +131,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             for tokens, reason in self._pieces(request):
                 text = " tok" * tokens
-                choice = {"index": 0, "finish_reason": reason}
+                choice: dict[str, object] = {"index": 0, "finish_reason": reason}
                 choice.update({"delta": {"content": text}} if chat else {"text": text})
                 chunk = {"id": request.rid, "object": kind, "created": int(time.time()),
                          "model": self.server.served_names[0], "choices": [choice]}

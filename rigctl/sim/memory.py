@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from rigctl.sim.models import ModelSpec, quant_family
 
@@ -105,7 +106,7 @@ def plan(model: ModelSpec, cfg: EngineConfig, total: int, free: int) -> MemoryPl
     recurrent_layers = model.layers - model.full_attention_layers
     block = 16 if not model.hybrid else int(math.ceil(state / (1 + cfg.spec_tokens) / recurrent_layers
                                                           / (kv_bpt / model.full_attention_layers) / 16) * 16)
-    common = {"total": total, "free_at_start": free, "budget": budget, "weights": weights, "mtp_head": mtp,
+    common: dict[str, Any] = {"total": total, "free_at_start": free, "budget": budget, "weights": weights, "mtp_head": mtp,
                   "activation": activation, "non_torch": non_torch, "graphs": graphs, "kv_bytes_per_token": kv_bpt,
                   "state_bytes_per_seq": state, "max_model_len": max_len, "block_size": block}
     if free < budget and cfg.kv_cache_memory_bytes is None:

@@ -70,7 +70,8 @@ def go_float(value: float) -> str:
 
 def token_buckets(max_model_len: int) -> tuple[float, ...]:
     """1-2-5 buckets up to max_model_len, as vLLM builds them for token histograms."""
-    out, exponent = [], 0
+    out: list[float] = []
+    exponent = 0
     while True:
         for m in (1, 2, 5):
             value = m * 10**exponent

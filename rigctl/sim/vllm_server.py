@@ -15,7 +15,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rigctl.gpu.model import P2PCap, P2PStatus
 from rigctl.profiles.options import load_option_table
@@ -182,7 +182,7 @@ def _titles(cfg: EngineConfig) -> list[str]:
 
 
 def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engine: EngineSim, plan0: MemoryPlan,
-          host: str, port: int, report_load: callable) -> None:
+          host: str, port: int, report_load: Callable[[float], None]) -> None:
     server = SimServer((host, port), Handler, bind_and_activate=False)
     server.socket.close()
     server.socket = sock

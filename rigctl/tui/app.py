@@ -22,9 +22,11 @@ from rigctl.jsonio import DamagedFile
 from rigctl.monitor import Monitor
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import switch as transaction
+from rigctl.serve.bootwatch import Event
 from rigctl.serve.serving import ServingStatus
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
+from rigctl.serve.switch import SwitchOutcome
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
@@ -84,7 +86,10 @@ class RigApp(App[None]):
         self.history = HistoryScreen(id="history")
         self.boot: BootScreen | None = None
         if serve is not None:
-            serve.on_event = lambda event: self.post_message(SwitchProgress(event))
+            serve.on_event = self._switch_event
+
+    def _switch_event(self, event: Event) -> None:
+        self.post_message(SwitchProgress(event))  # from the switch's thread: Textual's messages are thread-safe
 
     def on_mount(self) -> None:
         self._apply_saved_theme()
@@ -250,7 +255,7 @@ class RigApp(App[None]):
             self._confirm(f"Stop {name}?", "Nothing will serve until you start or switch a profile.",
                           lambda: self._start_stop(name))
 
-    def start_serving_action(self, name: str, action: Callable[[ServeContext], object]) -> None:
+    def start_serving_action(self, name: str, action: Callable[[ServeContext], SwitchOutcome]) -> None:
         # Installed, so leaving it (d, p, ...) keeps it alive and b brings it back mid-boot.
         while len(self.screen_stack) > 2:
             self.pop_screen()
@@ -267,7 +272,7 @@ class RigApp(App[None]):
         self._serve_worker = self._run_serving(name, transaction.stop)
 
     @work(thread=True, group="serve", exit_on_error=False, description="Switching, restarting or stopping")
-    def _run_serving(self, name: str, action: Callable[[ServeContext], object]) -> None:
+    def _run_serving(self, name: str, action: Callable[[ServeContext], SwitchOutcome]) -> None:
         assert self.serve is not None
         try:
             outcome = action(self.serve)
@@ -288,7 +293,7 @@ class RigApp(App[None]):
         outcome = message.outcome
         status = getattr(outcome, "status", "")
         ok = outcome is not None and status in ("switched", "stopped")
-        text = message.error or getattr(outcome, "message", "")
+        text = message.error or (outcome.message if outcome else "")
         title = {"switched": "switch", "stopped": "stop", "rolled_back": "rolled back"}.get(status, "failed")
         if self.boot is not None and not self.boot.done:
             self.boot.finish(text, ok)

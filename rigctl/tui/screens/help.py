@@ -3,7 +3,9 @@ so it cannot drift from them, and what `n/a` and stale values mean."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -47,7 +49,7 @@ def _rows(scope: str, bindings: list[BindingType], prefix: str) -> list[HelpRow]
     return rows
 
 
-def help_rows(app: App[object], screens: dict[str, type]) -> list[HelpRow]:
+def help_rows(app: App[Any], screens: Mapping[str, type]) -> list[HelpRow]:
     """App keys first, then each screen's own, in the order they are declared."""
     rows = _rows("everywhere", list(app.BINDINGS), "app.")
     for name, screen in screens.items():
