@@ -5,6 +5,8 @@ Pure string functions; None always renders as "n/a".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 GIB = 1024**3
 MIB = 1024**2
 NA = "n/a"
@@ -77,3 +79,14 @@ def bar(fraction: float | None, width: int) -> str:
         return "·" * width
     filled = round(max(0.0, min(1.0, fraction)) * width)
     return "█" * filled + "░" * (width - filled)
+
+
+def table(rows: Sequence[Sequence[str]], align: str = "") -> str:
+    """Rows as text columns two spaces apart, trailing blanks cut. `align` holds one character a
+    column, `<` (the default), `^` or `>`; the CLI's every table goes through here."""
+    if not rows:
+        return ""
+    count = max(len(row) for row in rows)
+    widths = [max((len(row[c]) for row in rows if c < len(row)), default=0) for c in range(count)]
+    how = align.ljust(count, "<")
+    return "\n".join("  ".join(f"{cell:{how[c]}{widths[c]}}" for c, cell in enumerate(row)).rstrip() for row in rows)

@@ -6,6 +6,7 @@ import argparse
 import shlex
 from typing import Any
 
+from rigctl import fmt
 from rigctl.cli import common
 from rigctl.config import Settings, as_table, config_path, field_location, load_settings
 from rigctl.profiles.store import user_dir
@@ -44,8 +45,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"config file: {path}{'' if path.is_file() else ' (absent: all defaults)'}")
     print(f"profiles dir: {user_dir()}")
-    width = max(len(row["setting"]) for row in table)
-    value_width = min(40, max(len(_shown(row["value"])) for row in table))
-    for row in table:
-        print(f"  {row['setting']:<{width}}  {_shown(row['value']):<{value_width}}  {row['source']}")
+    print(fmt.table([("", row["setting"], _shown(row["value"]), row["source"]) for row in table]))
     return 0

@@ -40,9 +40,7 @@ def rows(snapshot: RigSnapshot) -> list[tuple[str, ...]]:
 
 
 def table(snapshot: RigSnapshot) -> str:
-    body = [COLUMNS, *rows(snapshot)]
-    widths = [max(len(r[c]) for r in body) for c in range(len(COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in body)
+    return fmt.table([COLUMNS, *rows(snapshot)])
 
 
 def gpus_json(snapshot: RigSnapshot) -> dict[str, Any]:

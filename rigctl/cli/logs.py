@@ -84,9 +84,7 @@ def run_history(args: argparse.Namespace) -> int:
         rows.append((time.strftime("%Y-%m-%d %H:%M", time.localtime(r.when)), r.profile, fmt.count(r.kv_tokens),
                      fmt.count(r.max_model_len), "n/a" if r.max_concurrency is None else f"{r.max_concurrency:.2f}x",
                      fmt.seconds(r.boot_seconds), r.vllm_version or "n/a"))
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)).rstrip())
+    print(fmt.table(rows))
     print("KV capacity is vLLM's figure at max_model_len; for hybrid models it is concurrency x max_model_len.")
     return 0
 

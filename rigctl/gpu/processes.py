@@ -2,18 +2,19 @@
 
 vLLM sets process titles (`VLLM::EngineCore`, `VLLM::Worker_TP0`, ...); its API server
 shows as `vllm serve ...` or `python -m vllm.entrypoints...`. Command lines do not change
-for a pid, so they are read once per (pid, start time) and cached.
+for a pid, so they are read once per (pid, start time) and cached (rigctl/proc.py tells a
+process from a later one with the same pid).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 
 import psutil
 
 from rigctl.gpu.model import GpuProcess
+from rigctl.proc import start_time
 from rigctl.redact import redact_argv
 
 _TITLE = re.compile(r"^VLLM::(?P<what>[A-Za-z]+)(?:_(?P<rank>[A-Za-z0-9_]+))?")
@@ -40,25 +41,6 @@ def vllm_role(name: str | None, cmdline: str | None) -> str | None:
     return None
 
 
-def process_start(pid: int) -> float | None:
-    """When `pid` started, in a unit that only has to tell two processes of one pid apart;
-    None when there is no such process. Linux: one read of /proc/<pid>/stat, a fraction of
-    what psutil.Process() costs each second per GPU process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rpartition(b")")[2].split()
-        return float(fields[19])  # field 22, starttime: fields after the ")" start at field 3
-    except FileNotFoundError:
-        if os.path.isdir("/proc/self"):
-            return None  # a Linux without this pid
-    except (OSError, IndexError, ValueError):
-        pass
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
 class ProcessInspector:
     """Adds name, command line and user to GpuProcess values; caches per process start."""
 
@@ -66,7 +48,7 @@ class ProcessInspector:
         self._cache: dict[int, tuple[float, str | None, str | None, str | None]] = {}
 
     def _lookup(self, pid: int) -> tuple[str | None, str | None, str | None]:
-        started = process_start(pid)
+        started = start_time(pid)
         if started is None:
             self._cache.pop(pid, None)
             return None, None, None

@@ -5,6 +5,7 @@ Pure functions: the backends supply `RigInfo`, this module derives the matrix.
 
 from __future__ import annotations
 
+from rigctl import fmt
 from rigctl.gpu.model import P2P_LEGEND, Gpu, P2PCap, P2PStatus, RigInfo, Topology
 
 TOPO_LEGEND: tuple[tuple[str, str], ...] = (
@@ -76,12 +77,7 @@ def p2p_code(topology: Topology, i: int, j: int, cap: P2PCap) -> str:
 
 
 def _cells(rows: list[list[str]]) -> str:
-    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        padded = [cell.center(widths[c]) if c else cell.ljust(widths[c]) for c, cell in enumerate(row)]
-        lines.append("  ".join(padded).rstrip())
-    return "\n".join(lines)
+    return fmt.table(rows, "<" + "^" * (len(rows[0]) - 1))  # nvidia-smi centres the matrix cells
 
 
 def render_matrix(info: RigInfo, topology: Topology) -> str:

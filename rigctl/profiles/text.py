@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rigctl import fmt
 from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import FIRST_CLASS, Diagnostic, Profile
 from rigctl.profiles.summary import Knobs, knobs
@@ -25,9 +26,7 @@ def list_table(rows: list[dict[str, Any]]) -> str:
             continue
         cells = Knobs(**{k: row[k] for k in Knobs.__dataclass_fields__}).cells()
         body.append((mark, row["name"], *(cells[c] for c in COLUMNS[2:])))
-    widths = [max(len(r[c]) for r in body) for c in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in body]
-    return "\n".join(lines + notes)
+    return "\n".join([fmt.table(body), *notes])
 
 
 def _value_text(key: str, value: Any) -> str:

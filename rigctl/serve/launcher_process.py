@@ -17,6 +17,7 @@ import psutil
 
 from rigctl import paths
 from rigctl.errors import StopFailed
+from rigctl.proc import same_process, start_time
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
 from rigctl.serve.logfollow import FileFollower
@@ -104,10 +105,7 @@ class ProcessLauncher:
             os.close(fd)
         self._children[child.pid] = child
         _prune(directory)
-        try:
-            created = psutil.Process(child.pid).create_time()
-        except psutil.Error:
-            created = None
+        created = start_time(child.pid)
         return ServerRecord(launcher=self.name, profile=profile, started=time.time(), log_path=str(log_path),
                             host=spec.host, port=spec.port, served_names=spec.served_names,
                             argv=tuple(spec.redacted_argv()), pid=child.pid, create_time=created, boot_id=boot_id)
@@ -118,12 +116,7 @@ class ProcessLauncher:
         child = self._children.get(record.pid)
         if child is not None:
             return child.poll() is None
-        try:
-            proc = psutil.Process(record.pid)
-            same = record.create_time is None or abs(proc.create_time() - record.create_time) < 1.0
-            return same and proc.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
+        return same_process(record.pid, record.create_time)
 
     def exit_code(self, record: ServerRecord) -> int | None:
         """The exit status once the server has exited (-1 when rigctl did not start it), else None."""

@@ -18,10 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from rigctl import jsonio, paths
 from rigctl.atomic import write_text_atomic
+from rigctl.proc import same_process
 
 
 @dataclass(frozen=True)
@@ -118,11 +117,4 @@ def active_profile_name() -> str | None:
 
 def owner_alive(pid: int | None) -> bool:
     """Is the rigctl process that wrote a "switching" state still running?"""
-    if pid is None:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    return pid is not None and (pid == os.getpid() or same_process(pid))

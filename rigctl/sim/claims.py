@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from rigctl import paths
+from rigctl.atomic import write_text_atomic
+from rigctl.proc import same_process, start_time
 
 
 @dataclass(frozen=True)
@@ -33,16 +32,8 @@ def default_claims_dir() -> Path:
 
 def write_claim(claims_dir: Path, pid: int, entries: list[dict[str, object]]) -> Path:
     """Atomically (re)write the claim of `pid`: entries of gpu, memory_bytes, title, load."""
-    claims_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        created = psutil.Process(pid).create_time()
-    except psutil.Error:
-        created = None
     target = claims_dir / f"{pid}.json"
-    fd, tmp = tempfile.mkstemp(dir=claims_dir, prefix=f".{pid}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump({"pid": pid, "create_time": created, "gpus": entries}, handle)
-    os.replace(tmp, target)
+    write_text_atomic(target, json.dumps({"pid": pid, "create_time": start_time(pid), "gpus": entries}), mode=0o644)
     return target
 
 
@@ -64,7 +55,6 @@ class ClaimsReader:
     def __init__(self, claims_dir: Path | None) -> None:
         self.claims_dir = claims_dir
         self._parsed: dict[str, tuple[tuple[int, int, int], int, float | None, list[ClaimedProcess]]] = {}
-        self._processes: dict[int, psutil.Process] = {}
 
     def read(self) -> list[ClaimedProcess]:
         if self.claims_dir is None:
@@ -84,26 +74,10 @@ class ClaimsReader:
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a half-written or foreign file is not a claim
             _, pid, created, claims = parsed[entry.path]
-            if self._alive(pid, created):
+            if same_process(pid, created):  # a claim of a dead (or a reused) pid is no claim
                 out.extend(claims)
         self._parsed = parsed
-        claimants = {pid for _, pid, _, _ in parsed.values()}
-        self._processes = {pid: p for pid, p in self._processes.items() if pid in claimants}
         return out
-
-    def _alive(self, pid: int, create_time: float | None) -> bool:
-        proc = self._processes.get(pid)
-        try:
-            if proc is None:
-                proc = psutil.Process(pid)
-                if create_time is not None and abs(proc.create_time() - float(create_time)) >= 1.0:
-                    return False  # the pid was reused: not the process that wrote the claim
-                self._processes[pid] = proc
-            with proc.oneshot():
-                return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            self._processes.pop(pid, None)
-            return False
 
 
 def _parse(path: str) -> tuple[int, float | None, list[ClaimedProcess]]:

@@ -28,7 +28,8 @@ def test_inspector_names_live_processes_and_tells_a_new_process_from_an_old_one(
     import psutil
 
     from rigctl.gpu.model import GpuProcess
-    from rigctl.gpu.processes import ProcessInspector, process_start
+    from rigctl.gpu.processes import ProcessInspector
+    from rigctl.proc import same_process, start_time
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -39,10 +40,11 @@ def test_inspector_names_live_processes_and_tells_a_new_process_from_an_old_one(
         holder = GpuProcess(pid=child.pid, used_memory=1)
         (named,) = inspector.enrich((holder,)) or ()
         assert named.cmdline and "time.sleep(60)" in named.cmdline and named.user
-        assert process_start(child.pid) == process_start(child.pid) is not None
+        assert start_time(child.pid) == start_time(child.pid) is not None
+        assert same_process(child.pid, start_time(child.pid)) and not same_process(child.pid, 1.0)
     finally:
         child.kill()
         child.wait()
-    assert process_start(child.pid) is None
+    assert start_time(child.pid) is None and not same_process(child.pid)
     (gone,) = inspector.enrich((holder,)) or ()
     assert gone.cmdline is None  # a dead pid is not given its old command line
