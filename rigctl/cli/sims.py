@@ -5,24 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rigctl import fmt
+from rigctl.backends import selected_sim
 from rigctl.cli import common
 from rigctl.sim.rigspec import list_rigs
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("sims", help="list the simulated rigs (for --sim NAME / RIGCTL_SIM)",
-                            description="List the simulated rigs shipped with rigctl.")
+    parser = common.add_command(sub, "sims", "list the simulated rigs (for --sim NAME / RIGCTL_SIM); * marks the "
+                                             "one selected")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    rigs = list_rigs()
+    rigs, selected = list_rigs(), selected_sim(getattr(args, "sim", None))
     if args.json:
-        common.print_json([{"name": r.name, "description": r.description, "gpus": [g.name for g in r.gpus]}
-                           for r in rigs])
+        common.print_json([{"name": r.name, "description": r.description, "gpus": [g.name for g in r.gpus],
+                            "selected": r.name == selected} for r in rigs])
         return 0
-    width = max(len(r.name) for r in rigs)
-    for rig in rigs:
-        print(f"{rig.name:<{width}}  {rig.description}")
+    print(fmt.table([("*" if r.name == selected else "", r.name, r.description) for r in rigs]))
     return 0

@@ -3,15 +3,12 @@
 Readiness follows vLLM's behaviour: connection refused while booting, /health 200 and
 /v1/models listing the served name once ready, /health 503 when the engine died.
 
-One kept-alive connection, read by engine/http_get.py: the dashboard scrapes /metrics every
-second beside vLLM, and httpx's machinery, then http.client's header parsing, cost more CPU
-than the request itself (benchmarks/bench_tui.py). Only 127.0.0.1-style endpoints are
-expected; no proxies; https URLs go through http.client.
+One kept-alive connection, read by engine/http_get.py (why not httpx: see there), for http and
+https alike. Only 127.0.0.1-style endpoints are expected; no proxies.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 from dataclasses import dataclass
@@ -61,21 +58,14 @@ class EngineClient:
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 2.0) -> None:
         self.base_url = base_url.rstrip("/")
         parts = urlsplit(self.base_url)
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname or "127.0.0.1"
-        self._port = parts.port or (443 if self._https else 80)
+        https = parts.scheme == "https"
         self._prefix = parts.path.rstrip("/")
-        self._timeout = timeout
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._conn: http.client.HTTPConnection | None = None
-        self._plain = None if self._https else HttpGet(self._host, self._port, timeout, self._headers)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = HttpGet(parts.hostname or "127.0.0.1", parts.port or (443 if https else 80), timeout, headers,
+                             tls=https)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        if self._plain is not None:
-            self._plain.close()
+        self._http.close()
 
     def __enter__(self) -> EngineClient:
         return self
@@ -83,33 +73,13 @@ class EngineClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._conn is None:
-            kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-            self._conn = kind(self._host, self._port, timeout=self._timeout)
-        return self._conn
-
     def request(self, path: str) -> tuple[int, bytes]:
-        """GET `path`: (status, body). A dropped kept-alive connection is retried once, fresh."""
-        if self._plain is not None:
-            try:
-                return self._plain.get(self._prefix + path)
-            except (OSError, ProtocolError) as exc:
-                raise EngineHTTPError(describe(exc)) from exc
-        for attempt in (1, 2):
-            conn = self._connection()
-            try:
-                conn.request("GET", self._prefix + path, headers=self._headers)
-                response = conn.getresponse()
-                return response.status, response.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-                self.close()
-                if attempt == 2:
-                    raise EngineHTTPError(describe(exc)) from exc
-            except (OSError, http.client.HTTPException) as exc:
-                self.close()
-                raise EngineHTTPError(describe(exc)) from exc
-        raise AssertionError("unreachable")
+        """GET `path`: (status, body); EngineHTTPError when there is no answer (a dropped
+        kept-alive connection is retried once, fresh, inside HttpGet)."""
+        try:
+            return self._http.get(self._prefix + path)
+        except (OSError, ProtocolError) as exc:
+            raise EngineHTTPError(describe(exc)) from exc
 
     def get_json(self, path: str) -> Any:
         status, body = self.request(path)

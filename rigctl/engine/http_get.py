@@ -1,15 +1,18 @@
-"""HTTP/1.1 GET over one kept-alive plain socket: what the dashboard needs to scrape a local
-vLLM every second, and nothing else.
+"""HTTP/1.1 GET over one kept-alive socket (TLS for https): what rigctl needs to ask a vLLM,
+and nothing else. The one HTTP path of engine/client.py.
 
-http.client parses every response's headers with the email package; at one scrape a
-second beside vLLM that was a third of the scrape's CPU (benchmarks/bench_tui.py). This
-reads the status line, Content-Length or chunked bodies, and Connection: close; anything
-else is a ProtocolError, never a guess. TLS endpoints keep http.client (engine/client.py).
+Kept instead of httpx by measurement (benchmarks/bench_http.py, same server, same run):
+importing httpx costs `rigctl status` more than everything else it imports (its CLI module,
+and Rich with it where click is installed), and a kept-alive httpx.Client costs more CPU per
+scrape at one scrape a second beside vLLM. tests/engine/test_http_get.py holds it to httpx's
+answers on the framings servers use. It reads the status line, Content-Length or chunked
+bodies, and Connection: close; anything else is a ProtocolError, never a guess.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 
 MAX_HEAD = 64 * 1024  # a status line and headers; vLLM sends a few hundred bytes
@@ -25,10 +28,15 @@ class StaleConnection(Exception):
 
 
 class HttpGet:
-    def __init__(self, host: str, port: int, timeout: float, headers: dict[str, str]) -> None:
+    def __init__(self, host: str, port: int, timeout: float, headers: dict[str, str],
+                 tls: bool | ssl.SSLContext = False) -> None:
+        """`tls`: True for the system's CAs, or a context of one's own (a self-signed vLLM)."""
         self._address = (host, port)
         self._timeout = timeout
-        fields = {"Host": f"{host}:{port}", "Accept-Encoding": "identity", **headers}
+        self._tls = tls if isinstance(tls, ssl.SSLContext) else (ssl.create_default_context() if tls else None)
+        self._host = host
+        named = f"[{host}]" if ":" in host else host  # an IPv6 literal is bracketed in Host, as in URLs
+        fields = {"Host": f"{named}:{port}", "Accept-Encoding": "identity", **headers}
         self._head = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode("latin-1") + b"\r\n"
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
@@ -49,8 +57,9 @@ class HttpGet:
         for _ in (1, 2):
             reused = self._sock is not None
             if self._sock is None:
-                self._sock = socket.create_connection(self._address, timeout=self._timeout)
-                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock = socket.create_connection(self._address, timeout=self._timeout)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._sock = self._tls.wrap_socket(sock, server_hostname=self._host) if self._tls else sock
             try:
                 self._sock.sendall(b"GET " + path.encode("latin-1") + b" HTTP/1.1\r\n" + self._head)
                 return self._response(reused)

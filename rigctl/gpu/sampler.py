@@ -1,8 +1,7 @@
 """RigSampler: one backend, one snapshot at a time.
 
 Static facts and the topology are read once; each snapshot costs one pass over the
-backend's live queries plus cached process names. Single-flight: a caller that finds a
-snapshot already in flight gets None instead of stacking another NVML pass.
+backend's live queries plus cached process names; snapshots are taken one at a time.
 """
 
 from __future__ import annotations
@@ -36,15 +35,6 @@ class RigSampler:
     def snapshot(self) -> RigSnapshot:
         with self._lock:
             return self._take()
-
-    def try_snapshot(self) -> RigSnapshot | None:
-        """A snapshot, or None at once when another one is still being taken."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            return self._take()
-        finally:
-            self._lock.release()
 
     def _take(self) -> RigSnapshot:
         raw = self.backend.sample()

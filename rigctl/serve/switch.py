@@ -1,4 +1,4 @@
-"""The switch transaction (see DESIGN.md):
+"""The switch transaction (docs/DESIGN.md):
 
 validate -> checks that need nothing running -> rig lock -> read what runs *now* ->
 refusals (port, foreign VRAM) -> stop -> start -> follow the boot until really ready ->

@@ -152,3 +152,74 @@ def test_the_client_sends_its_path_prefix_and_key() -> None:
         client.close()
     assert server.requests[0].startswith(b"GET /prefix/metrics HTTP/1.1")
     assert b"Authorization: Bearer sk-secret" in server.requests[0]
+
+
+FRAMINGS = [
+    ("content-length", [length_framed(b"a body of known length")]),
+    ("chunked", [fixed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nvllm\r\n1\r\n:\r\n0\r\n\r\n")]),
+    ("to-eof", [fixed(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the server closes")]),
+    ("connection-close", [length_framed(b"then gone", extra=b"Connection: close\r\n")]),
+    ("no-content", [fixed(b"HTTP/1.1 204 No Content\r\n\r\n")]),
+    ("error", [length_framed(b'{"detail":"Not Found"}', status="404 Not Found")]),
+]
+
+
+@pytest.mark.parametrize("name,answers", FRAMINGS, ids=[f[0] for f in FRAMINGS])
+def test_the_lean_get_answers_what_httpx_answers(name: str, answers: list[Answer]) -> None:
+    """The replacement held to the library it replaces: same status, same body, per framing."""
+    import httpx
+
+    with scripted(list(answers), close_after_each=True) as server:
+        ours = HttpGet("127.0.0.1", server.port, 2.0, {}).get("/metrics")
+    with scripted(list(answers), close_after_each=True) as server:
+        theirs = httpx.get(f"http://127.0.0.1:{server.port}/metrics", timeout=2.0, trust_env=False)
+    assert ours == (theirs.status_code, theirs.content)
+
+
+def test_an_ipv6_literal_is_bracketed_in_the_host_header() -> None:
+    try:
+        listener = socket.create_server(("::1", 0), family=socket.AF_INET6)
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    port = listener.getsockname()[1]
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            seen.append(conn.recv(65536))
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+    with listener:
+        client = EngineClient(f"http://[::1]:{port}")
+        assert client.request("/health") == (200, b"ok")
+    assert f"Host: [::1]:{port}\r\n".encode() in seen[0]
+
+
+def test_https_goes_through_the_same_get(tmp_path) -> None:
+    import shutil
+    import ssl
+    import subprocess
+
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_side.wrap_socket(conn, server_side=True) as tls:
+            tls.recv(65536)
+            tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecure")
+
+    threading.Thread(target=serve, daemon=True).start()
+    with listener:
+        trusting = ssl.create_default_context(cafile=str(cert))
+        assert HttpGet("127.0.0.1", port, 5.0, {}, tls=trusting).get("/metrics") == (200, b"secure")

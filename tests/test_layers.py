@@ -1,0 +1,22 @@
+"""The simulator's reach into the rest of rigctl, as docs/DESIGN.md allows it (the other layer
+rules are import-linter contracts in pyproject.toml, run by `lint-imports` in CI)."""
+
+from __future__ import annotations
+
+import grimp
+
+SIM_MAY_IMPORT = {
+    "rigctl.gpu.model",  # what a GPU and a sample are
+    "rigctl.gpu.nvml_codes",  # the board facts NVML reports
+    "rigctl.profiles.options",  # vLLM's option tables: the simulator parses flags as vLLM does
+    "rigctl.paths", "rigctl.errors", "rigctl.atomic", "rigctl.proc",
+}
+
+
+def test_the_simulator_imports_only_what_a_simulator_needs() -> None:
+    graph = grimp.build_graph("rigctl")
+    reached = {imported for module in graph.find_descendants("rigctl.sim") | {"rigctl.sim"}
+               for imported in graph.find_modules_directly_imported_by(module)
+               if imported.startswith("rigctl.") and not imported.startswith("rigctl.sim")}
+    assert reached <= SIM_MAY_IMPORT, sorted(reached - SIM_MAY_IMPORT)
+    assert "rigctl.profiles.options" in reached  # the list is read, not stale
