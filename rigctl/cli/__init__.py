@@ -7,29 +7,19 @@ cron jobs pay for neither.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from rigctl import __version__
-from rigctl.cli import (
-    common,
-    config_cmd,
-    gpus,
-    logs,
-    metrics,
-    profile,
-    serving,
-    sims,
-    status,
-    topo,
-    tui,
-)
+from rigctl.cli import common
+from rigctl.cli.commands import COMMANDS, chosen
 from rigctl.errors import ExitCode, RigctlError
 
-COMMANDS = (status, topo, gpus, sims, profile, serving, logs, metrics, config_cmd, tui)
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the chosen command's module registered in full and every other
+    command a name and a help line (enough for `rigctl --help`); `argv` None: all in full."""
     parser = argparse.ArgumentParser(
         prog="rigctl",
         description="See the rig, serve vLLM by profile, watch the engine.",
@@ -39,18 +29,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rigctl {__version__}")
     common.add_global_flags(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS:
-        module.register(sub)
+    name = None if argv is None else chosen(list(argv))
+    wanted = {module for module, _ in COMMANDS.values()} if argv is None else (
+        {COMMANDS[name][0]} if name else set())
+    for module in sorted(wanted, key=[m for m, _ in COMMANDS.values()].index):
+        importlib.import_module(f"rigctl.cli.{module}").register(sub)
+    for command, (module, help_text) in COMMANDS.items():
+        if module not in wanted:
+            sub.add_parser(command, help=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help exits 0, usage errors exit 2
         return int(exc.code or 0)
-    handler = getattr(args, "handler", None) or tui.run_tui
+    handler = getattr(args, "handler", None)
+    if handler is None:  # no subcommand: the TUI
+        from rigctl.cli.tui import run_tui
+
+        handler = run_tui
     try:
         return int(handler(args))
     except RigctlError as exc:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigctl import jsonio
 from rigctl.backends import open_backend, selected_sim
-from rigctl.config import Settings
+from rigctl.cli.commands import help_of
 from rigctl.errors import NoDriverError
-from rigctl.gpu.model import RigInfo
-from rigctl.gpu.sampler import RigSampler
-from rigctl.profiles.vllm_version import OptionTables
+
+if TYPE_CHECKING:  # the modules behind these are imported by the commands that use them
+    from rigctl.config import Settings
+    from rigctl.gpu.model import RigInfo
+    from rigctl.gpu.sampler import RigSampler
+    from rigctl.profiles.vllm_version import OptionTables
 
 
 def add_global_flags(parser: argparse.ArgumentParser, top_level: bool = False) -> None:
@@ -27,13 +30,17 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def add_command(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+def add_command(sub: Any, name: str, help_text: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand's parser; a top-level command's help comes from cli/commands.py."""
+    help_text = help_text or help_of(name)
     parser = sub.add_parser(name, help=help_text, description=help_text)
     add_global_flags(parser)
     return parser
 
 
 def open_sampler(args: argparse.Namespace, with_host: bool = True) -> RigSampler:
+    from rigctl.gpu.sampler import RigSampler
+
     return RigSampler(open_backend(selected_sim(getattr(args, "sim", None))), with_host=with_host)
 
 
@@ -47,6 +54,7 @@ def option_tables(args: argparse.Namespace, cached_only: bool = False) -> Option
     """The tables profiles are checked against: those of the vLLM the configured command runs
     (the simulator's with --sim), or a profile's own `[rigctl] vllm_command`."""
     from rigctl.config import load_settings
+    from rigctl.profiles.vllm_version import OptionTables
     from rigctl.serve.launchers import SIM_COMMAND
 
     command = SIM_COMMAND if selected_sim(getattr(args, "sim", None)) else load_settings().vllm_command

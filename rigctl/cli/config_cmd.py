@@ -13,7 +13,7 @@ from rigctl.profiles.store import user_dir
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "config", "the effective settings and where each came from")
+    parser = common.add_command(sub, "config")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
 

@@ -15,7 +15,7 @@ COLUMNS = ("GPU", "VRAM", "util", "power", "temp", "fan", "SM", "PCIe", "procs")
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "gpus", "live per-GPU figures (one line per GPU)")
+    parser = common.add_command(sub, "gpus")
     common.add_json_flag(parser)
     parser.add_argument("--watch", action="store_true", help="repeat until interrupted (JSON: one object per line)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (1.0)")

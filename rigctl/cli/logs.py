@@ -21,15 +21,15 @@ from rigctl.serve.serving import find_running
 
 
 def register(sub: Any) -> None:
-    p = common.add_command(sub, "logs", "the vLLM server's log (the one rigctl started last)")
+    p = common.add_command(sub, "logs")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="lines of history first (50)")
     p.set_defaults(handler=run_logs)
-    p = common.add_command(sub, "history", "past boots: KV capacity, boot time, per profile")
+    p = common.add_command(sub, "history")
     common.add_json_flag(p)
     p.add_argument("--profile", help="only this profile")
     p.set_defaults(handler=run_history)
-    p = common.add_command(sub, "bootlog", "read a vLLM log: phases, KV pool, and why a boot failed")
+    p = common.add_command(sub, "bootlog")
     p.add_argument("file", help="a log file, or - for standard input")
     common.add_json_flag(p)
     p.set_defaults(handler=run_bootlog)

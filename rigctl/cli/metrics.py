@@ -27,7 +27,7 @@ from rigctl.serve.serving import find_running
 
 
 def register(sub: Any) -> None:
-    p = common.add_command(sub, "metrics", "engine figures from vLLM's /metrics: KV, prefix cache, tok/s, latency")
+    p = common.add_command(sub, "metrics")
     common.add_json_flag(p)
     p.add_argument("--watch", action="store_true", help="repeat every interval (JSON: one object per line)")
     p.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between scrapes (2)")

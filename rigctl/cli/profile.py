@@ -21,7 +21,7 @@ from rigctl.serve.statefiles import active_profile_name
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "profile", "serving profiles: list, show, diff, validate, argv, edit")
+    parser = common.add_command(sub, "profile")
     psub = parser.add_subparsers(dest="profile_command", metavar="ACTION", required=True)
 
     p = common.add_command(psub, "list", "every profile with its first-class knobs; * marks the active one")

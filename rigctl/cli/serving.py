@@ -69,21 +69,21 @@ class Progress:
 
 
 def register(sub: Any) -> None:
-    p = common.add_command(sub, "switch", "serve another profile; roll back to the last good one on failure")
+    p = common.add_command(sub, "switch")
     p.add_argument("name")
     _shared(p)
     p.add_argument("--no-rollback", action="store_true", help="leave the box down if the new profile fails")
     p.add_argument("--force", action="store_true",
                    help="try even when the GPUs' free memory says vLLM will refuse to start")
     p.set_defaults(handler=run_switch)
-    p = common.add_command(sub, "start", "start a profile when nothing serves (default: the last good one)")
+    p = common.add_command(sub, "start")
     p.add_argument("name", nargs="?")
     _shared(p)
     p.set_defaults(handler=run_start)
-    p = common.add_command(sub, "restart", "restart the running profile (a switch to itself, with rollback off)")
+    p = common.add_command(sub, "restart")
     _shared(p)
     p.set_defaults(handler=run_restart)
-    p = common.add_command(sub, "stop", "stop the server rigctl started")
+    p = common.add_command(sub, "stop")
     common.add_json_flag(p)
     p.set_defaults(handler=run_stop)
 

@@ -12,8 +12,7 @@ from rigctl.sim.rigspec import list_rigs
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "sims", "list the simulated rigs (for --sim NAME / RIGCTL_SIM); * marks the "
-                                             "one selected")
+    parser = common.add_command(sub, "sims")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
 

@@ -14,7 +14,7 @@ from rigctl.serve.serving import observe
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "status", "the rig at a glance: GPUs, links, warnings, the served profile")
+    parser = common.add_command(sub, "status")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
 

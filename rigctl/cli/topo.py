@@ -14,7 +14,7 @@ from rigctl.gpu.warnings import all_reduce_verdict, slot_limit
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "topo", "topology matrix, P2P status, NVLink per link, PCIe per GPU")
+    parser = common.add_command(sub, "topo")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
 

@@ -23,7 +23,7 @@ DEMO_PROFILE = {
 
 
 def register(sub: Any) -> None:
-    parser = common.add_command(sub, "demo", "the TUI on a simulated rig serving a shipped profile (no GPU needed)")
+    parser = common.add_command(sub, "demo")
     parser.add_argument("--profile", help="the profile to start with (default: one made for the rig)")
     parser.add_argument("--no-load", action="store_true", help="no synthetic requests")
     parser.set_defaults(handler=run_demo)

@@ -12,8 +12,11 @@ bodies, and Connection: close; anything else is a ProtocolError, never a guess.
 from __future__ import annotations
 
 import socket
-import ssl
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
 
 MAX_HEAD = 64 * 1024  # a status line and headers; vLLM sends a few hundred bytes
 MAX_BODY = 64 * 1024 * 1024  # /metrics of many replicas is a few MB
@@ -33,7 +36,13 @@ class HttpGet:
         """`tls`: True for the system's CAs, or a context of one's own (a self-signed vLLM)."""
         self._address = (host, port)
         self._timeout = timeout
-        self._tls = tls if isinstance(tls, ssl.SSLContext) else (ssl.create_default_context() if tls else None)
+        self._tls: ssl.SSLContext | None = None
+        if tls is True:
+            import ssl  # only for https: a tenth of `rigctl status`'s import time otherwise
+
+            self._tls = ssl.create_default_context()
+        elif tls:
+            self._tls = tls
         self._host = host
         named = f"[{host}]" if ":" in host else host  # an IPv6 literal is bracketed in Host, as in URLs
         fields = {"Host": f"{named}:{port}", "Accept-Encoding": "identity", **headers}

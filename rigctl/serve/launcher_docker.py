@@ -8,15 +8,18 @@ import shutil
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import StopFailed
-from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
 from rigctl.serve.launcher_systemd import Runner, env_file_problems, read_env_file, run
 from rigctl.serve.logfollow import CommandFollower
 from rigctl.serve.statefiles import ServerRecord
+
+if TYPE_CHECKING:
+    from rigctl.profiles.vllm_args import LaunchSpec
 
 CONTAINER_HF = "/root/.cache/huggingface"
 

@@ -12,16 +12,19 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from rigctl import paths
 from rigctl.errors import StopFailed
 from rigctl.proc import same_process, start_time
-from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
 from rigctl.serve.logfollow import FileFollower
 from rigctl.serve.statefiles import ServerRecord
+
+if TYPE_CHECKING:
+    from rigctl.profiles.vllm_args import LaunchSpec
 
 KEEP_LOGS = 30
 

@@ -11,14 +11,17 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import StopFailed
-from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
 from rigctl.serve.logfollow import CommandFollower
 from rigctl.serve.statefiles import ServerRecord
+
+if TYPE_CHECKING:
+    from rigctl.profiles.vllm_args import LaunchSpec
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rigctl.config import Settings
-from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve.statefiles import ServerRecord
+
+if TYPE_CHECKING:  # the profiles layer is for launching: `rigctl status` needs none of it
+    from rigctl.profiles.vllm_args import LaunchSpec
 
 SIM_COMMAND = (sys.executable, "-m", "rigctl.sim.vllm_server")
 
