@@ -16,8 +16,17 @@ process that the app uses; every figure is read from outside through psutil.
   flood   10,000 log lines a second for 10 s appended to the server log while the log
           screen shows it: peak RSS, and key latency (d/l round trips, from the key to
           the new screen's text on the terminal)
+  peers   against what an owner would run instead, all on the same fake libnvidia-ml
+          (benchmarks/with_fake_nvml.py; the real pynvml above it), interleaved rounds at a
+          1 s refresh, 120x40: rigctl with nothing serving (GPU cards only), rigctl with the
+          engine panel and the log tail (160x48, the simulator serving under load), nvitop
+          (--interval 1), and the one-line live Textual app; then the ratios and the budget
+          (rigctl with the engine panel at or below nvitop, and within 2x the floor). Also
+          `rigctl status --json` against `gpustat --json` and `nvitop --once` on the same
+          driver, and against a bare `python -c "import pynvml, psutil"`
+          (needs `pip install -e '.[bench]'`: nvitop and gpustat, benchmark-only)
 
-Run:  python benchmarks/bench_tui.py [--seconds 60] [--only cpu,start,status,flood]
+Run:  python benchmarks/bench_tui.py [--seconds 60] [--only cpu,start,status,flood,peers] [--rounds 3]
 Prints figures and method; asserts nothing (timings belong here, not in tests).
 """
 
@@ -283,10 +292,85 @@ def bench_flood(rate: int = 10_000, seconds: float = 10.0) -> None:
           f"{max(answered) * 1000 if answered else float('nan'):.0f} ms; app alive: {alive}")
 
 
+FAKE = [PYTHON, str(Path(__file__).resolve().parent / "with_fake_nvml.py"), RIG, "-m"]
+
+
+def _no_sim(env: dict[str, str]) -> dict[str, str]:
+    """The TUI on the fake driver, not on the simulated rig (the simulator still serves)."""
+    return {k: v for k, v in env.items() if k != "RIGCTL_SIM"}
+
+
+def bench_peers(seconds: float, rounds: int) -> None:
+    if shutil.which("nvitop") is None and not _importable("nvitop"):
+        print("peers   skipped: nvitop is not installed (pip install -e '.[bench]')")
+        return
+    idle_home = Path(tempfile.mkdtemp(prefix="rigctl-bench-idle-"))
+    idle = {**os.environ, "RIGCTL_STATE_DIR": str(idle_home / "state"), "RIGCTL_CONFIG_DIR": str(idle_home / "cfg"),
+            "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
+    idle.pop("RIGCTL_SIM", None)
+    plain = dict(os.environ, TERM="xterm-256color")
+    rig = Rig(load=True)
+    runs: dict[str, list[float]] = {"rigctl, nothing serving (GPU cards)": [],
+                                    "rigctl, engine panel and log tail, serving under load": [],
+                                    "nvitop --interval 1": [], "one-line live Textual app": []}
+    try:
+        for _ in range(rounds):  # interleaved: a drift of the machine hits every one alike
+            names = list(runs)
+            runs[names[0]].append(measure_cpu([*FAKE, "rigctl"], idle, seconds, (120, 40))[0])
+            runs[names[1]].append(measure_cpu([*FAKE, "rigctl"], _no_sim(rig.env), seconds, (160, 48))[0])
+            runs[names[2]].append(measure_cpu([*FAKE, "nvitop", "--interval", "1"], plain, seconds, (120, 40))[0])
+            runs[names[3]].append(measure_cpu([PYTHON, "-c", LIVE_APP], plain, seconds, (120, 40))[0])
+    finally:
+        rig.close()
+        shutil.rmtree(idle_home, ignore_errors=True)
+    median = {name: statistics.median(values) for name, values in runs.items()}
+    for name, values in runs.items():
+        shown = ", ".join(f"{v * 100:.2f}" for v in values)
+        print(f"peers   {name}: median {median[name] * 100:.2f}% of one core ({shown} over {rounds} rounds of "
+              f"{seconds:.0f} s)")
+    gpu, engine, nvitop, floor = (median[n] for n in runs)
+    print(f"        rigctl GPU-only / nvitop {gpu / nvitop:.2f}x; rigctl with engine panel and tail / nvitop "
+          f"{engine / nvitop:.2f}x; rigctl with engine / floor {engine / floor:.2f}x; rigctl GPU-only / floor "
+          f"{gpu / floor:.2f}x; nvitop / floor {nvitop / floor:.2f}x")
+    print(f"        budget: rigctl with the engine panel at or below nvitop: {'met' if engine <= nvitop else 'NOT met'}; "
+          f"within 2x the floor: {'met' if engine <= 2 * floor else 'NOT met'}")
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def bench_status_peers(runs: int = 10) -> None:
+    def wall(argv: list[str], env: dict[str, str] | None = None) -> float:
+        start = time.monotonic()
+        subprocess.run(argv, check=True, capture_output=True, timeout=60, env=env)
+        return time.monotonic() - start
+
+    home = Path(tempfile.mkdtemp(prefix="rigctl-bench-status-"))
+    env = {k: v for k, v in os.environ.items() if k != "RIGCTL_SIM"}
+    env.update(RIGCTL_STATE_DIR=str(home / "state"), RIGCTL_CONFIG_DIR=str(home / "cfg"))
+    figures = {"bare `python -c 'import pynvml, psutil'`": [PYTHON, "-c", "import pynvml, psutil"],
+               "rigctl status --json (fake driver)": [*FAKE, "rigctl", "status", "--json"],
+               f"rigctl status --json --sim {RIG}": [PYTHON, "-m", "rigctl", "status", "--json", "--sim", RIG]}
+    if _importable("gpustat"):
+        figures["gpustat --json (fake driver)"] = [*FAKE, "gpustat", "--json"]
+    if _importable("nvitop"):
+        figures["nvitop --once (fake driver)"] = [*FAKE, "nvitop", "--once"]
+    medians = {name: statistics.median(wall(argv, env) for _ in range(runs)) for name, argv in figures.items()}
+    shutil.rmtree(home, ignore_errors=True)
+    bare = medians.pop("bare `python -c 'import pynvml, psutil'`")
+    print(f"status  bare `python -c 'import pynvml, psutil'`, median of {runs}: {bare * 1000:.0f} ms")
+    for name, value in medians.items():
+        print(f"        {name}: {value * 1000:.0f} ms, {value / bare:.2f}x the bare import")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=60.0, help="CPU measurement window")
-    parser.add_argument("--only", default="cpu,start,status,flood")
+    parser.add_argument("--only", default="cpu,start,status,flood,peers")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the peer comparison")
     args = parser.parse_args()
     only = set(args.only.split(","))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
@@ -298,6 +382,9 @@ def main() -> None:
         bench_cpu(args.seconds)
     if "flood" in only:
         bench_flood()
+    if "peers" in only:
+        bench_status_peers()
+        bench_peers(min(args.seconds, 30.0), args.rounds)
 
 
 if __name__ == "__main__":

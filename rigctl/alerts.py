@@ -8,9 +8,12 @@ never on every poll, so a notification means something new.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rigctl.gpu.model import RigSnapshot
-from rigctl.serve.serving import ServingStatus
+
+if TYPE_CHECKING:
+    from rigctl.serve.serving import ServingStatus
 
 POWER_AT_LIMIT = 0.97  # of the enforced limit: the card is being held back by its power cap
 POWER_AT_LIMIT_SECONDS = 120.0  # a burst at the cap is normal; minutes of it mean a capped rig

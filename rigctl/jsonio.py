@@ -8,6 +8,7 @@ or hand-edited file is reported as damaged (with its path), never a TypeError la
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -84,10 +85,15 @@ def _matches(value: Any, kind: Any) -> bool:
     return isinstance(value, kind)
 
 
+@functools.lru_cache(maxsize=32)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)  # resolving annotations costs more than reading the file
+
+
 def build(cls: type[T], data: dict[str, Any], path: Path) -> T:
     """An instance of dataclass `cls` from `data`: unknown keys are ignored, missing keys take
     their defaults, and a missing required key or a value of the wrong type is DamagedFile."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy's Hashable check misses it
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name not in data:

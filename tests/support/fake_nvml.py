@@ -345,6 +345,55 @@ class FakeNvmlLib:
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any, ref: Any) -> int:
         return self._scalar("nvmlDeviceGetCurrentClocksEventReasons", handle, ref, lambda g, l: l.clocks_event_reasons)
 
+    # -- what other NVML tools ask (nvitop, gpustat): a GeForce card on Linux answers so -----------
+
+    def nvmlDeviceGetIndex(self, handle: Any, ref: Any) -> int:
+        code, index = self._check("nvmlDeviceGetIndex", handle)
+        return code if code != SUCCESS else self._out(ref, index)
+
+    def _codec(self, symbol: str, handle: Any, util: Any, period: Any) -> int:
+        code, _ = self._check(symbol, handle)
+        if code == SUCCESS:
+            util._obj.value, period._obj.value = 0, 167_000
+        return code
+
+    def nvmlDeviceGetEncoderUtilization(self, handle: Any, util: Any, period: Any) -> int:
+        return self._codec("nvmlDeviceGetEncoderUtilization", handle, util, period)
+
+    def nvmlDeviceGetDecoderUtilization(self, handle: Any, util: Any, period: Any) -> int:
+        return self._codec("nvmlDeviceGetDecoderUtilization", handle, util, period)
+
+    def nvmlDeviceGetComputeMode(self, handle: Any, ref: Any) -> int:
+        return self._scalar("nvmlDeviceGetComputeMode", handle, ref, lambda g, l: 0)  # DEFAULT
+
+    def nvmlDeviceGetDisplayActive(self, handle: Any, ref: Any) -> int:
+        return self._scalar("nvmlDeviceGetDisplayActive", handle, ref, lambda g, l: int(bool(l.graphics_processes)))
+
+    def nvmlDeviceGetPowerManagementLimit(self, handle: Any, ref: Any) -> int:
+        return self._scalar("nvmlDeviceGetPowerManagementLimit", handle, ref, lambda g, l: int(g.power_limit_w * 1000))
+
+    def nvmlDeviceIsMigDeviceHandle(self, handle: Any, ref: Any) -> int:
+        return self._out(ref, 0)
+
+    def _geforce_not_supported(self, symbol: str, handle: Any) -> int:
+        code, _ = self._check(symbol, handle)
+        return code if code != SUCCESS else NOT_SUPPORTED
+
+    def nvmlDeviceGetMigMode(self, handle: Any, current: Any, pending: Any) -> int:
+        return self._geforce_not_supported("nvmlDeviceGetMigMode", handle)
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: Any, kind: Any, counter: Any, ref: Any) -> int:
+        return self._geforce_not_supported("nvmlDeviceGetTotalEccErrors", handle)
+
+    def nvmlDeviceGetDriverModel(self, handle: Any, current: Any, pending: Any) -> int:
+        return self._geforce_not_supported("nvmlDeviceGetDriverModel", handle)  # Windows only
+
+    def nvmlDeviceGetDriverModel_v2(self, handle: Any, current: Any, pending: Any) -> int:
+        return self._geforce_not_supported("nvmlDeviceGetDriverModel_v2", handle)
+
+    def nvmlDeviceGetConfComputeMemSizeInfo(self, handle: Any, ref: Any) -> int:
+        return self._geforce_not_supported("nvmlDeviceGetConfComputeMemSizeInfo", handle)
+
     def _procs(self, symbol: str, handle: Any, count_ref: Any, array: Any, which: str) -> int:
         code, index = self._check(symbol, handle)
         if code != SUCCESS:
