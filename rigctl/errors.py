@@ -13,6 +13,8 @@ class ExitCode(enum.IntEnum):
     BAD_INPUT = 2
     ROLLED_BACK = 3
     ROLLBACK_FAILED = 4
+    REJECTED = 5  # rigctl bench: the candidate did not pass its gate
+    INCONCLUSIVE = 6  # rigctl bench: the controls disagree, or the run cannot decide
 
 
 class RigctlError(Exception):

@@ -67,6 +67,16 @@ def seconds(value: float | None) -> str:
     return f"{value / 60:.1f} min"
 
 
+def latency(value: float | None) -> str:
+    """Request latencies, where a millisecond is a real difference: 3 significant figures."""
+    if value is None:
+        return NA
+    if value < 1:
+        ms = value * 1000
+        return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
+    return f"{value:.2f} s" if value < 100 else f"{value:.0f} s"
+
+
 def pcie(gen: int | None, width: int | None) -> str:
     g = NA if gen is None else f"Gen{gen}"
     w = NA if width is None else f"x{width}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-_HEADER = re.compile(r'^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$')
+_HEADER = re.compile(r'^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$')
 _KEY = re.compile(r'^\s*((?:"[^"]*"|\'[^\']*\'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|\'[^\']*\'|[A-Za-z0-9_-]+))*)\s*=')
 _INLINE_KEY = re.compile(r'[{,]\s*("[^"]*"|\'[^\']*\'|[A-Za-z0-9_-]+)\s*=')
 
@@ -18,8 +18,11 @@ def _parts(dotted: str) -> tuple[str, ...]:
 
 
 def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Each element of an array of tables ([[gate.guard]]) also gets its index as a part:
+    ("gate", "guard", "1", "metric") is the second guard's metric."""
     lines: dict[tuple[str, ...], int] = {}
     table: tuple[str, ...] = ()
+    elements: dict[tuple[str, ...], int] = {}
     in_multiline = False
     for number, line in enumerate(text.splitlines(), start=1):
         if in_multiline:
@@ -28,8 +31,13 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
             continue
         header = _HEADER.match(line)
         if header:
-            table = _parts(header.group(1))
+            table = _parts(header.group(2))
             lines.setdefault(table, number)
+            if header.group(1) == "[[":
+                index = elements.get(table, -1) + 1
+                elements[table] = index
+                table = (*table, str(index))
+                lines[table] = number
             continue
         key = _KEY.match(line)
         if not key:

@@ -38,6 +38,7 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["metrics", "--json"], 0),
     (["logs", "-n", "5"], 0),
     (["history"], 0),
+    (["bench", "list"], 0),
     (["restart"], 0),
     (["stop"], 0),
     (["start"], 0),

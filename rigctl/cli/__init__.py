@@ -24,7 +24,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="rigctl",
         description="See the rig, serve vLLM by profile, watch the engine.",
         epilog=("Exit codes: 0 ok, 1 failure, 2 bad usage or input; switch: 3 failed and rolled back, "
-                "4 failed and nothing serves. Run without a subcommand for the TUI."),
+                "4 failed and nothing serves; bench: 5 reject, 6 inconclusive. Run without a subcommand for the TUI."),
     )
     parser.add_argument("--version", action="version", version=f"rigctl {__version__}")
     common.add_global_flags(parser, top_level=True)

@@ -66,6 +66,9 @@ class EngineSnapshot:
 COUNTERS = {
     "prefix_queries": ("prefix_cache_queries_total", "gpu_prefix_cache_queries_total"),
     "prefix_hits": ("prefix_cache_hits_total", "gpu_prefix_cache_hits_total"),
+    # a KV connector's cache (LMCache, ...) can outlive a restart: hits there are a warm cache too
+    "external_prefix_queries": ("external_prefix_cache_queries_total",),
+    "external_prefix_hits": ("external_prefix_cache_hits_total",),
     "prompt_tokens": ("prompt_tokens_total",),
     "generation_tokens": ("generation_tokens_total",),
     "preemptions": ("num_preemptions_total",),

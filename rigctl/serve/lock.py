@@ -1,7 +1,8 @@
 """One switch at a time on this rig, whether it comes from the TUI or a CLI over SSH.
 
 An flock on state_dir/rig.lock (released by the kernel if rigctl dies); the holder writes
-who it is, so the one refused can say why.
+who it is, so the one refused can say why. Re-entrant in the thread that holds it: a bench
+holds the rig for its whole run and switches inside it; any other thread is refused.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 import time
 from types import TracebackType
 
@@ -20,12 +22,17 @@ class RigBusyError(RigctlError):
     """Another switch holds the rig."""
 
 
+_HOLDER = threading.Lock()
+_held: dict[str, int | None] = {"thread": None, "depth": 0}  # the thread of this process that holds the rig
+
+
 class RigLock:
     def __init__(self, purpose: str, wait: float = 0.0) -> None:
         self.purpose = purpose
         self.wait = wait
         self.path = paths.state_dir() / "rig.lock"
         self._fd: int | None = None
+        self._nested = False
 
     def holder(self) -> str:
         try:
@@ -47,6 +54,11 @@ class RigLock:
             raise RigctlError(f"cannot take the rig lock {self.path}: {exc.strerror or exc}") from exc
 
     def __enter__(self) -> RigLock:
+        with _HOLDER:
+            if _held["thread"] == threading.get_ident():
+                _held["depth"] = (_held["depth"] or 0) + 1
+                self._nested = True
+                return self
         fd = self._open()
         deadline = time.monotonic() + self.wait
         while True:
@@ -66,9 +78,18 @@ class RigLock:
         except OSError:
             pass  # who holds it is a courtesy for the one refused; the flock is what counts
         self._fd = fd
+        with _HOLDER:
+            _held.update(thread=threading.get_ident(), depth=1)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if self._nested:
+            self._nested = False
+            with _HOLDER:
+                _held["depth"] = (_held["depth"] or 1) - 1
+            return
+        with _HOLDER:
+            _held.update(thread=None, depth=0)
         if self._fd is not None:
             try:
                 os.ftruncate(self._fd, 0)

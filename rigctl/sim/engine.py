@@ -34,6 +34,7 @@ class Speed:
     spec_tokens: int = 0
     async_scheduling: bool = False
     batch_slowdown: float = 0.05  # each extra running sequence costs this share of per-stream speed
+    acceptance_scale: float = 1.0  # how well the drafts match this workload (RIGCTL_SIM_ACCEPTANCE)
 
 
 @dataclass
@@ -155,14 +156,18 @@ class EngineReplica:
         speed = self.speed
         rate = speed.decode_tps * (1.06 if speed.async_scheduling else 1.0)
         if speed.spec_tokens:
-            rate /= 1 + 0.12 * speed.spec_tokens  # drafting makes each step a little longer
+            # drafting and verifying make each step longer, and more so in a large batch, where
+            # decode stops being memory-bound: MTP wins alone and can lose at 8 concurrent
+            rate /= 1 + speed.spec_tokens * (0.12 + 0.04 * max(0, batch - 1))
         return rate / (1 + speed.batch_slowdown * max(0, batch - 1))
 
     def _draft_round(self) -> int:
         k = self.speed.spec_tokens
         accepted = 0
         for position in range(k):
-            if self.rng.random() < ACCEPTANCE[position] / (ACCEPTANCE[position - 1] if position else 1.0):
+            chance = ACCEPTANCE[position] / ACCEPTANCE[position - 1] if position else \
+                min(1.0, ACCEPTANCE[0] * self.speed.acceptance_scale)
+            if self.rng.random() < chance:
                 accepted += 1
                 self.stats.count_by("spec_decode_num_accepted_tokens_per_pos", "position", str(position), 1,
                                     self.index)

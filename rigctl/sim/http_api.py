@@ -110,7 +110,8 @@ class Handler(BaseHTTPRequestHandler):
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         request = self.server.engine.submit(text, max_tokens)
         if body.get("stream"):
-            self._stream(request, chat)
+            options = body.get("stream_options") or {}
+            self._stream(request, chat, bool(isinstance(options, dict) and options.get("include_usage")))
         else:
             self._complete(request, chat)
 
@@ -121,15 +122,17 @@ class Handler(BaseHTTPRequestHandler):
             if reason is not None:
                 return
 
-    def _stream(self, request: Request, chat: bool) -> None:
+    def _stream(self, request: Request, chat: bool, usage: bool) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
         self.end_headers()
         self._access(200)
         kind = "chat.completion.chunk" if chat else "text_completion"
+        generated = 0
         try:
             for tokens, reason in self._pieces(request):
+                generated += tokens
                 text = " tok" * tokens
                 choice: dict[str, object] = {"index": 0, "finish_reason": reason}
                 choice.update({"delta": {"content": text}} if chat else {"text": text})
@@ -137,6 +140,12 @@ class Handler(BaseHTTPRequestHandler):
                          "model": self.server.served_names[0], "choices": [choice]}
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
+            if usage:  # stream_options.include_usage: vLLM's last chunk has no choices, only the counts
+                last = {"id": request.rid, "object": kind, "created": int(time.time()),
+                        "model": self.server.served_names[0], "choices": [],
+                        "usage": {"prompt_tokens": request.prompt_tokens, "completion_tokens": generated,
+                                  "total_tokens": request.prompt_tokens + generated}}
+                self.wfile.write(f"data: {json.dumps(last)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
         except (BrokenPipeError, ConnectionResetError):
             self.server.engine.abort(request)

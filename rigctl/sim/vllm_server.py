@@ -8,6 +8,7 @@ simulated GPUs, so the rig view shows it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -17,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from rigctl import paths
 from rigctl.gpu.model import P2PCap, P2PStatus
 from rigctl.profiles.options import load_option_table
 from rigctl.sim import args as sim_args
@@ -70,16 +72,39 @@ def non_default_args(ns: object) -> str:
     return repr({k: v for k, v in vars(ns).items() if v not in (None, False, [])})
 
 
+def boot_regime() -> float:
+    """This boot's speed factor. With RIGCTL_SIM_NOISE = n each boot falls into its own stable
+    regime, 1 +- n, as real instances do after a restart (vllm#39903): drawn by boot number
+    from RIGCTL_SIM_NOISE_SEED, so a noisy rig is noisy the same way every time."""
+    noise = float(os.environ.get("RIGCTL_SIM_NOISE", "0") or 0)
+    if noise <= 0:
+        return 1.0
+    counter = paths.state_dir() / "sim-boots"
+    paths.ensure_private_dir(counter.parent)
+    fd = os.open(counter, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        number = int(os.read(fd, 32) or b"0") + 1
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(number).encode())
+    finally:
+        os.close(fd)
+    draw = random.Random(f"{os.environ.get('RIGCTL_SIM_NOISE_SEED', '0')}-{number}").random()
+    return 1.0 + noise * (2 * draw - 1)
+
+
 def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: RigSpec, devices: list[int]) -> EngineSim:
     total = plan0.total
     # RIGCTL_SIM_SPEED compresses serving time the way RIGCTL_SIM_TIME_SCALE compresses boots.
-    fast = float(os.environ.get("RIGCTL_SIM_SPEED", "1") or 1)
+    fast = float(os.environ.get("RIGCTL_SIM_SPEED", "1") or 1) * boot_regime()
     speed = Speed(
         decode_tps=model.decode_tps_tp1 * gpu_speed_factor(rig.gpus[devices[0]].name) * tp_speedup(rig, devices, cfg.tp)
         * fast,
         prefill_tps=model.decode_tps_tp1 * 120 * tp_speedup(rig, devices, cfg.tp) * fast,
         spec_tokens=cfg.spec_tokens,
         async_scheduling=bool(cfg.async_scheduling),
+        acceptance_scale=float(os.environ.get("RIGCTL_SIM_ACCEPTANCE", "1") or 1),
     )
     stats = Stats(cfg.dp, plan0.max_model_len, spec=cfg.spec_tokens > 0)
     pool = plan0.kv_tokens if not model.hybrid else int(plan0.kv_memory / plan0.kv_bytes_per_token)

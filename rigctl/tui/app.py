@@ -28,6 +28,7 @@ from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
+from rigctl.tui.screens.bench import BenchScreen
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.dashboard import DashboardScreen
@@ -36,7 +37,8 @@ from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
 
-SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen}
+SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen,
+           "bench": BenchScreen}
 SIXTEEN_COLOURS = ("standard", "windows")  # Rich's names for 8/16-colour terminals
 ANSI_THEME = "ansi-dark"  # drawn with the terminal's own palette
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
@@ -52,6 +54,7 @@ class RigApp(App[None]):
         Binding("p", "show_profiles", "Profiles", tooltip="the profiles, each resolved and checked"),
         Binding("l", "show_logs", "Logs", tooltip="the vLLM server log, followed"),
         Binding("h", "show_history", "History", tooltip="boots recorded: KV pool, load time, per profile"),
+        Binding("B", "show_bench", "Bench", tooltip="bench runs: the one running now, the kept ones, their verdicts"),
         Binding("s", "pick_profile", "Switch", show=False,
                 tooltip="switch profile: opens the profiles; there s switches to the selected one"),
         Binding("b", "show_boot", "Boot panel", show=False, tooltip="back to the last switch's boot panel"),
@@ -84,6 +87,7 @@ class RigApp(App[None]):
             self.settings.vllm_command, cached_only=True))
         self.logs = LogScreen(self.settings)
         self.history = HistoryScreen(id="history")
+        self.bench = BenchScreen(id="bench")
         self.boot: BootScreen | None = None
         if serve is not None:
             serve.on_event = self._switch_event
@@ -341,6 +345,9 @@ class RigApp(App[None]):
 
     def action_show_history(self) -> None:
         self.go("history")
+
+    def action_show_bench(self) -> None:
+        self.go("bench")
 
     def action_show_boot(self) -> None:
         if not self.is_screen_installed("boot"):

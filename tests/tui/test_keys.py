@@ -74,7 +74,7 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
     """What pressing the key of `action` must have done."""
     if action == "app.help":
         await check_help(app, pilot)
-    elif action in ("app.show_dashboard", "app.show_profiles", "app.show_logs", "app.show_history"):
+    elif action in ("app.show_dashboard", "app.show_profiles", "app.show_logs", "app.show_history", "app.show_bench"):
         assert app.screen.id == action.removeprefix("app.show_")
     elif action == "app.pick_profile":
         assert app.screen.id == "profiles" and notified(app, "then s to switch")
@@ -91,10 +91,13 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
     elif action == "screen.switch":
         await check_confirm(app, pilot, "Switch to ")
     elif action == "screen.reload":
-        assert app.screen.id in ("profiles", "history")
+        assert app.screen.id in ("profiles", "history", "bench")
         await settle(app, pilot)
         table = app.screen.query_one(DataTable)
-        assert table.row_count >= 1  # the profiles, or the one boot recorded
+        if app.screen.id == "bench":  # no bench was run on this rig: the screen says where runs would be
+            assert table.row_count == 0 and "no kept runs in" in str(app.screen.query_one("#bench-report").content)
+        else:
+            assert table.row_count >= 1  # the profiles, or the one boot recorded
     elif action == "screen.clear":
         assert app.screen.query_one(ServerLog).line_count == 0
     elif action == "app.pop_screen":

@@ -1,0 +1,1 @@
+"""Decide by measurement: gated control-candidate-control benchmarks between two profiles."""

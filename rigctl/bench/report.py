@@ -1,0 +1,171 @@
+"""Showing a run: the table owners publish (one column an arm), the gate, the controls'
+drift, the verdict and why; and a kept run summarised again from its raw files alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from rigctl import fmt
+from rigctl.bench.arm import ArmRecord
+from rigctl.bench.loadgen import RequestResult
+from rigctl.bench.metrics import METRICS, TABLE, Metric
+from rigctl.bench.plan import PlanError, parse_plan
+from rigctl.bench.rawdir import RawDir, kept_runs
+from rigctl.bench.run import BenchResult
+from rigctl.bench.summary import Sample, arm_figures, cold_check
+from rigctl.bench.verdict import decide
+from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.prom import ExpositionError, parse
+from rigctl.errors import BadInputError
+
+
+def value_text(metric: Metric, value: float | None) -> str:
+    if value is None:
+        return fmt.NA
+    if metric.kind == "seconds":
+        return fmt.latency(value)
+    if metric.kind == "ratio":
+        return f"{value:.2f}x" if metric.name == "kv_pool_per_max_len" else (
+            f"{value:.2f}" if metric.name == "spec_acceptance_length" else fmt.frac_pct(value))
+    if metric.kind in ("tokens", "count"):
+        return f"{value:,.0f}"
+    if metric.kind == "joules":
+        return f"{value:.3f}"
+    return f"{value:,.1f}"
+
+
+def _change(values_a: list[float], values_b: list[float]) -> str:
+    if not values_a or not values_b:
+        return ""
+    a, b = sum(values_a) / len(values_a), sum(values_b) / len(values_b)
+    return f"{(b - a) / abs(a) * 100:+.1f}%" if a else ""
+
+
+def render(data: dict[str, Any]) -> str:
+    """The text report of a run (the object `rigctl bench --json` prints)."""
+    arms = data.get("arms", [])
+    gate_metric = data["gate"]["metric"]
+    letters = {"control": "A", "candidate": "B"}
+    lines = [f"bench {data['plan']}: {data.get('description') or ''}".rstrip(": "),
+             f"  A = control {data['control']}   B = candidate {data['candidate']}   order {data['order']}"]
+    workload = data.get("workload", {})
+    if workload:
+        amount = (f"{workload['requests']} requests" if workload.get("requests")
+                  else f"{workload.get('duration_s')} s")
+        lines.append(f"  workload {workload.get('kind')}: {amount} at {workload.get('concurrency')} concurrent, "
+                     f"{workload.get('arrival')} arrival, ~{workload.get('prompt_tokens')} prompt tokens, "
+                     f"{workload.get('max_tokens')} out")
+    for change in data.get("changes", []):
+        lines.append(f"  changed: {change['what']}: {change['control'] or '(unset)'} -> "
+                     f"{change['candidate'] or '(unset)'}")
+    header = ["", *[f"{a['number']} {letters.get(a['role'], '?')}" for a in arms], "B vs A"]
+    rows = [header]
+    names = list(TABLE)
+    for name in (gate_metric, *(g["metric"] for g in data["gate"].get("guards", []))):
+        if name not in names:
+            names.append(name)
+    for name in names:
+        metric = METRICS[name]
+        label = metric.label + (" ◀ gate" if name == gate_metric else "")
+        controls = [a[name] for a in arms if a["role"] == "control" and a.get(name) is not None]
+        candidates = [a[name] for a in arms if a["role"] == "candidate" and a.get(name) is not None]
+        rows.append([label, *[value_text(metric, a.get(name)) for a in arms], _change(controls, candidates)])
+    rows.append(["requests ok", *[f"{a['completed']}/{a['requests']}" for a in arms], ""])
+    rows.append(["cache at start", *[{True: "cold", False: "WARM"}.get(a["cold_cache"], "unproven") for a in arms],
+                 ""])
+    rows.append(["GPU peak", *[fmt.celsius(a.get("gpu_temp_peak_c")) for a in arms], ""])
+    lines += ["", fmt.table(rows, "<" + ">" * (len(header) - 1)), ""]
+    gate = data["gate"]
+    lines.append(f"gate: {gate_metric} {gate['direction']} by at least {gate['min_change'] * 100:.1f}%"
+                 + "".join(f"; guard {g['metric']} at most {g['max_regression'] * 100:.1f}% worse"
+                           for g in gate.get("guards", [])))
+    if data.get("change") is not None:
+        lines.append(f"candidate vs controls: {data['change'] * 100:+.1f}% (better is +)")
+    if data.get("control_drift") is not None:
+        lines.append(f"controls' drift: {data['control_drift'] * 100:.1f}%")
+    for note in [*data.get("notes", []), *data.get("warnings", [])]:
+        lines.append(f"note: {note}")
+    for arm in arms:
+        for error in arm.get("errors", [])[:2]:
+            lines.append(f"arm {arm['number']} error: {error}")
+    verdict = data.get("verdict")
+    lines.append(f"verdict: {verdict.upper() if verdict else data.get('status', 'failed').upper()}: "
+                 f"{data.get('reason') or data.get('message') or ''}")
+    if data.get("serving"):
+        lines.append(f"serving now: {data['serving']}")
+    lines.append(f"raw data: {data['raw_dir']}")
+    return "\n".join(lines)
+
+
+def _snapshot(raw: RawDir, name: str) -> EngineSnapshot | None:
+    text = raw.read_text(name)
+    if not text:
+        return None
+    try:
+        return snapshot(parse(text, names=SNAPSHOT_NAMES), 0.0)
+    except ExpositionError:
+        return None
+
+
+def _request(data: dict[str, Any]) -> RequestResult:
+    return RequestResult(**{k: data[k] for k in RequestResult.__dataclass_fields__ if k in data})
+
+
+def reload(raw: RawDir) -> dict[str, Any]:
+    """A kept run summarised again from its raw files (plan.toml, requests, scrapes, samples):
+    the figures and the verdict are recomputed, not read back."""
+    if not (raw.path / "run.json").is_file():
+        raise BadInputError(f"{raw.path}: not a kept bench run (no run.json)")
+    try:
+        plan = parse_plan(raw.path / "plan.toml", raw.read_text("plan.toml") or "")
+        run = raw.read_json("run.json")
+        kept = raw.read_json("verdict.json") if (raw.path / "verdict.json").exists() else {}
+    except (PlanError, ValueError, OSError) as exc:
+        raise BadInputError(f"{raw.path}: the kept run cannot be read: {exc}") from exc
+    arms = []
+    for number, (role, profile) in enumerate(run.get("arms", []), start=1):
+        stem = raw.arm_stem(number, role)
+        if not (raw.path / f"{stem}.json").exists():
+            break
+        summary = raw.read_json(f"{stem}.json")
+        results = [_request(r) for r in raw.read_lines(f"{stem}.requests.jsonl")]
+        samples = [Sample.from_json(s) for s in raw.read_lines(f"{stem}.samples.jsonl")]
+        boot = summary.get("boot", {})
+        figures = arm_figures(results, float(summary.get("duration_s") or 0.0), _snapshot(raw, f"{stem}.metrics-before.prom"),
+                              _snapshot(raw, f"{stem}.metrics-after.prom"), samples, boot.get("kv_tokens"),
+                              boot.get("max_model_len"))
+        cold = cold_check(_snapshot(raw, f"{stem}.metrics-cold.prom"), _snapshot(raw, f"{stem}.metrics-before.prom"),
+                          _snapshot(raw, f"{stem}.metrics-after.prom"))
+        arms.append(ArmRecord(number, role, profile, cold, figures, boot, summary.get("warmup_requests", 0),
+                              summary.get("warmup_failed", 0), tuple(summary.get("serving_gpus", ())),
+                              summary.get("started", 0.0)))
+    result = BenchResult(plan, raw, arms, status=kept.get("status", "complete" if len(arms) == len(plan.arms())
+                                                           else "failed"),
+                         message=kept.get("message", ""), serving=kept.get("serving"),
+                         changes=run.get("changes", []), warnings=run.get("warnings", []))
+    if result.status == "complete":
+        result.verdict = decide(plan.gate, [a.outcome() for a in arms])
+    return result.to_json()
+
+
+def list_rows() -> list[list[str]]:
+    rows = [["run", "when", "control -> candidate", "gate", "change", "verdict"]]
+    for raw in kept_runs():
+        try:
+            run = raw.read_json("run.json")
+            kept = raw.read_json("verdict.json") if (raw.path / "verdict.json").exists() else {}
+        except (OSError, ValueError):
+            rows.append([raw.path.name, "", "(unreadable)", "", "", ""])
+            continue
+        arms = run.get("arms", [])
+        control = next((p for r, p in arms if r == "control"), "?")
+        candidate = next((p for r, p in arms if r == "candidate"), "?")
+        change = kept.get("change")
+        rows.append([raw.path.name, time.strftime("%Y-%m-%d %H:%M", time.localtime(run.get("started", 0))),
+                     f"{control} -> {candidate}", json.dumps(run.get("gate", {}).get("metric")).strip('"'),
+                     f"{change * 100:+.1f}%" if isinstance(change, (int, float)) else "",
+                     kept.get("verdict") or kept.get("status") or "running or cut short"])
+    return rows

@@ -1,0 +1,190 @@
+"""`rigctl bench PLAN | check PLAN | report DIR | list`: the gated control-candidate-control benchmark.
+
+Exit codes: 0 promote, 5 reject, 6 inconclusive, 2 bad plan (nothing switched), 1 failure
+(a switch failed or the run was stopped: the control profile is put back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rigctl import fmt
+from rigctl.bench.arm import ArmProgress
+from rigctl.bench.checks import check_plan
+from rigctl.bench.plan import load_plan
+from rigctl.bench.rawdir import RawDir, bench_dir
+from rigctl.bench.report import list_rows, reload, render
+from rigctl.bench.run import run_bench
+from rigctl.cli import common
+from rigctl.cli.serving import make_context
+from rigctl.errors import BadInputError
+from rigctl.serve.bootwatch import Event
+
+ACTIONS = ("check", "report", "list")
+
+
+def register(sub: Any) -> None:
+    p = common.add_command(sub, "bench")
+    p.add_argument("what", nargs="+", metavar="PLAN | check PLAN | report DIR | list",
+                   help="a plan file or a plan name in ~/.config/rigctl/plans/; `check` validates it only, "
+                        "`report` shows a kept run again, `list` lists kept runs")
+    p.add_argument("--keep-candidate", action="store_true", help="leave the candidate serving when it is promoted")
+    p.add_argument("--wait", type=float, default=0.0, metavar="S",
+                   help="wait up to S seconds for another switch or bench to finish")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print each switch's boot phases")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    words = args.what
+    if words[0] in ACTIONS:
+        action, rest = words[0], words[1:]
+        if action == "list":
+            return _list(args)
+        if len(rest) != 1:
+            raise BadInputError(f"rigctl bench {action} takes one {'plan' if action == 'check' else 'run directory'}")
+        return _check(args, rest[0]) if action == "check" else _report(args, rest[0])
+    if len(words) != 1:
+        raise BadInputError("rigctl bench takes one plan (or: check PLAN, report DIR, list)")
+    return _bench(args, words[0])
+
+
+class Console:
+    """Progress on stderr, only when it is a terminal: one line rewritten in place."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.tty = sys.stderr.isatty()
+        self.verbose = verbose
+        self._open = False
+
+    def _line(self, text: str, final: bool) -> None:
+        if not self.tty:
+            return
+        width = 200
+        sys.stderr.write("\r" + text[:width].ljust(min(width, 79)) + ("\n" if final else ""))
+        sys.stderr.flush()
+        self._open = not final
+
+    def say(self, text: str) -> None:
+        if self._open:
+            sys.stderr.write("\n")
+            self._open = False
+        print(text, file=sys.stderr, flush=True)
+
+    def event(self, event: Event) -> None:
+        if event.kind in ("warning", "failure"):
+            self.say(("warning: " if event.kind == "warning" else "FAILED: ") + event.text)
+        elif self.tty and (event.kind in ("step", "outcome") or (self.verbose and event.kind == "phase")):
+            self.say(f"  {event.text}")
+
+    def progress(self, p: ArmProgress) -> None:
+        head = f"arm {p.number}/{p.arms} {'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}"
+        if p.phase in ("measuring", "done"):
+            count = f"{p.done}/{p.total}" if p.total else f"{p.done}"
+            rate = f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
+            eta = f"  ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
+            head += f" {count}{rate}{eta}"
+        self._line(head, p.phase == "done")
+
+
+def _bench(args: argparse.Namespace, name: str) -> int:
+    plan = load_plan(name)  # PlanError: exit 2, nothing touched
+    console = Console(args.verbose)
+    ctx = make_context(args, console.event)
+    stop = threading.Event()
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        if ctx.interrupt.touched:
+            ctx.interrupt.press()  # a boot under way stops and the switch rolls back
+        console.say("Ctrl-C: stopping the bench; the control profile will be put back (Ctrl-C again to leave "
+                    "at once)")
+
+    try:
+        checked = check_plan(ctx, plan)
+        for warning in checked.warnings:
+            console.say(f"note: {warning}")
+        previous = signal.signal(signal.SIGINT, on_ctrl_c)
+        try:
+            result = run_bench(ctx, checked, keep_candidate=args.keep_candidate, on_progress=console.progress,
+                               stop=stop, lock_wait=args.wait)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    finally:
+        if ctx.sampler:
+            ctx.sampler.close()
+    data = result.to_json()
+    if args.json:
+        common.print_json(data)
+    else:
+        print(render(data))
+    return int(result.exit_code())
+
+
+def _check(args: argparse.Namespace, name: str) -> int:
+    plan = load_plan(name)
+    ctx = make_context(args)
+    try:
+        checked = check_plan(ctx, plan)
+    finally:
+        if ctx.sampler:
+            ctx.sampler.close()
+    if args.json:
+        common.print_json({"plan": plan.name, "plan_file": str(plan.path), "control": plan.control,
+                           "candidate": plan.candidate, "order": plan.order, "arms": plan.arms(),
+                           "workload": asdict(plan.workload), "gate": asdict(plan.gate),
+                           "changes": [{"what": c.what, "control": c.before, "candidate": c.after}
+                                       for c in checked.changes], "warnings": list(checked.warnings)})
+        return 0
+    w = plan.workload
+    amount = f"{w.requests} requests" if w.requests else f"{w.duration_s:g} s"
+    print(f"{plan.path}: ok")
+    print(f"  arms: {' -> '.join(p for _, p in plan.arms())}")
+    print(f"  workload: {w.kind}, {amount} at {w.concurrency} concurrent, {w.arrival} arrival, "
+          f"~{w.prompt_tokens} prompt tokens ({w.shared_prefix_tokens} shared), {w.max_tokens} out, "
+          f"{w.warmup_requests} warm-up")
+    print(f"  gate: {plan.gate.metric} {plan.gate.direction} by at least {plan.gate.min_change * 100:.1f}%"
+          + "".join(f"; guard {g.metric} at most {g.max_regression * 100:.1f}% worse" for g in plan.gate.guards))
+    for change in checked.changes:
+        print(f"  changes: {change.what}: {change.before or '(unset)'} -> {change.after or '(unset)'}")
+    for warning in checked.warnings:
+        print(f"  note: {warning}")
+    return 0
+
+
+def _run_dir(text: str) -> RawDir:
+    path = Path(text).expanduser()
+    if not path.is_dir() and (bench_dir() / text).is_dir():
+        path = bench_dir() / text  # a name from `rigctl bench list`
+    if not path.is_dir():
+        raise BadInputError(f"{text}: no such run directory (rigctl bench list shows the kept ones)")
+    return RawDir(path)
+
+
+def _report(args: argparse.Namespace, text: str) -> int:
+    data = reload(_run_dir(text))
+    if args.json:
+        common.print_json(data)
+    else:
+        print(render(data))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = list_rows()
+    if args.json:
+        common.print_json([dict(zip(rows[0], row, strict=True)) for row in rows[1:]])
+    elif len(rows) == 1:
+        print(f"no kept runs in {bench_dir()}")
+    else:
+        print(fmt.table(rows))
+    return 0

@@ -1,0 +1,93 @@
+"""The bench screen (B): the bench running on this rig now (from any terminal: arm, requests
+done, live tok/s, ETA), the kept runs with their verdicts, and the report of the one picked.
+
+Runs start from `rigctl bench PLAN`; while one runs it holds the rig lock, so a switch from
+here is refused with its name."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from rigctl import fmt
+from rigctl.bench.live import LiveBench, read_live
+from rigctl.bench.rawdir import RawDir, bench_dir
+from rigctl.bench.report import list_rows, reload, render
+from rigctl.errors import RigctlError
+
+
+def live_text(live: LiveBench | None) -> str:
+    if live is None:
+        return "no bench running   (start one: rigctl bench PLAN; rigctl bench list shows kept runs)"
+    p = live.progress
+    head = (f"bench {live.plan} (pid {live.pid}): arm {p.number}/{p.arms} "
+            f"{'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}")
+    if p.phase in ("measuring", "done"):
+        head += f" {p.done}/{p.total}" if p.total else f" {p.done}"
+        head += f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
+        head += f"  ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
+    return head + f"   [{fmt.seconds(live.elapsed())} in]"
+
+
+class BenchScreen(Screen[None]):
+    BINDINGS = [Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
+                Binding("ctrl+r", "reload", "Reload", tooltip="read the kept runs again")]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(live_text(None)), id="bench-live")
+        table: DataTable[str] = DataTable(id="bench-runs", cursor_type="row", zebra_stripes=True)
+        for column in ("run", "when", "control -> candidate", "gate", "change", "verdict"):
+            table.add_column(column, key=column)
+        yield table
+        with VerticalScroll(id="bench-report-box"):
+            yield Static("pick a run (enter) to see its report", id="bench-report")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._poll_live)
+
+    def on_screen_resume(self) -> None:
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        self._load()
+
+    def _poll_live(self) -> None:
+        if self.is_current:
+            self._read_live()
+
+    @work(thread=True, exclusive=True, group="bench-live", exit_on_error=False, description="Reading the live bench")
+    def _read_live(self) -> None:
+        live = read_live()
+        self.app.call_from_thread(self.query_one("#bench-live", Static).update, Text(live_text(live)))
+
+    @work(thread=True, exclusive=True, group="bench", exit_on_error=False, description="Reading kept bench runs")
+    def _load(self) -> None:
+        rows, live = list_rows()[1:], read_live()
+        self.app.call_from_thread(self._show, rows, live)
+
+    def _show(self, rows: list[list[str]], live: LiveBench | None) -> None:
+        self.query_one("#bench-live", Static).update(Text(live_text(live)))
+        table = self.query_one(DataTable)
+        table.clear()
+        for row in reversed(rows):
+            table.add_row(*row, key=row[0])
+        if not rows:
+            self.query_one("#bench-report", Static).update(Text(f"no kept runs in {bench_dir()} yet"))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self._report(event.row_key.value)
+
+    @work(thread=True, exclusive=True, group="bench-report", exit_on_error=False, description="Reading a kept run")
+    def _report(self, name: str) -> None:
+        try:
+            text = render(reload(RawDir(bench_dir() / name)))
+        except (RigctlError, OSError, ValueError, KeyError) as exc:
+            text = f"{name}: cannot be shown: {exc}"
+        self.app.call_from_thread(self.query_one("#bench-report", Static).update, Text(text))

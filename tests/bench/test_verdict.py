@@ -1,0 +1,128 @@
+"""The verdict, by hand: the candidate against the mean of the controls, the controls' drift
+against the gate, guards, failed requests and warm caches."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rigctl.bench.plan import Gate, Guard
+from rigctl.bench.verdict import ArmOutcome, decide, drift
+
+GATE = Gate("output_tok_per_s", "higher", 0.05)
+
+
+def arm(number: int, role: str, cold: bool | None = True, failed: int = 0, peak: float | None = None,
+        **metrics: float | None) -> ArmOutcome:
+    return ArmOutcome(number, role, "ctl" if role == "control" else "cand", dict(metrics), cold, 48, failed,
+                      "HTTP 500: boom" if failed else "", peak)
+
+
+def aba(a1: float, b: float, a2: float, **kw: dict[str, float | None]) -> list[ArmOutcome]:
+    extra = kw.get("extra", {})
+    return [arm(1, "control", output_tok_per_s=a1, **extra.get(1, {})),
+            arm(2, "candidate", output_tok_per_s=b, **extra.get(2, {})),
+            arm(3, "control", output_tok_per_s=a2, **extra.get(3, {}))]
+
+
+def test_async_scheduling_promoted_at_the_owners_figures() -> None:
+    verdict = decide(GATE, aba(208.0, 262.0, 210.0))  # +25.4% against the controls' 209
+    assert verdict.verdict == "promote"
+    assert verdict.control_mean == 209.0 and verdict.candidate_mean == 262.0
+    assert verdict.change == pytest.approx(53 / 209)
+    assert verdict.control_drift == pytest.approx(2 / 209)
+    assert verdict.reason == ("output_tok_per_s +25.4% against the controls (gate 5.0%), controls within 1.0%")
+
+
+def test_a_gain_short_of_the_gate_is_rejected_with_the_figure() -> None:
+    verdict = decide(GATE, aba(300.0, 304.32, 300.0))  # the halved batch-token budget: +1.44%
+    assert verdict.verdict == "reject"
+    assert verdict.reason == "output_tok_per_s +1.4% better than the controls, short of the gate's 5.0%"
+
+
+def test_noisy_controls_make_it_inconclusive_whatever_the_candidate_did() -> None:
+    verdict = decide(GATE, aba(200.0, 400.0, 220.0))
+    assert verdict.verdict == "inconclusive"
+    assert verdict.control_drift == pytest.approx(20 / 210)
+    assert "the controls differ by 9.5% on output_tok_per_s, more than the gate's 5.0%" in verdict.reason
+
+
+def test_lower_is_better_metrics_gain_when_they_fall() -> None:
+    gate = Gate("ttft_p50_s", "lower", 0.05)
+    arms = [arm(1, "control", ttft_p50_s=1.55), arm(2, "candidate", ttft_p50_s=1.16), arm(3, "control", ttft_p50_s=1.55)]
+    verdict = decide(gate, arms)
+    assert verdict.verdict == "promote" and verdict.change == pytest.approx(0.39 / 1.55)
+
+
+def test_a_guard_that_regresses_rejects_a_winner() -> None:
+    gate = Gate("output_tok_per_s", "higher", 0.05, (Guard("tpot_p95_s", 0.05),))
+    extra = {1: {"tpot_p95_s": 0.100}, 2: {"tpot_p95_s": 0.1053}, 3: {"tpot_p95_s": 0.100}}
+    verdict = decide(gate, aba(200.0, 230.0, 200.0, extra=extra))
+    assert verdict.verdict == "reject"
+    assert verdict.guards[0].regression == pytest.approx(0.053) and verdict.guards[0].ok is False
+    assert "the guard on tpot_p95_s failed: 5.3% worse, limit 5.0%" in verdict.reason
+    held = decide(gate, aba(200.0, 230.0, 200.0, extra={1: {"tpot_p95_s": 0.1}, 2: {"tpot_p95_s": 0.102},
+                                                         3: {"tpot_p95_s": 0.1}}))
+    assert held.verdict == "promote" and held.reason.endswith("guards held")
+
+
+def test_a_guard_from_zero_counts_any_step_the_wrong_way() -> None:
+    gate = Gate("output_tok_per_s", "higher", 0.05, (Guard("preemptions", 0.10),))
+    verdict = decide(gate, aba(200.0, 230.0, 200.0, extra={1: {"preemptions": 0}, 2: {"preemptions": 3},
+                                                             3: {"preemptions": 0}}))
+    assert verdict.verdict == "reject" and math.isinf(verdict.guards[0].regression or 0)
+
+
+def test_a_warm_cache_never_promotes() -> None:
+    arms = aba(200.0, 300.0, 200.0)
+    arms[1] = arm(2, "candidate", cold=False, output_tok_per_s=300.0)
+    verdict = decide(GATE, arms)
+    assert verdict.verdict == "inconclusive"
+    assert "arm 2 (cand) ran on a warm prefix cache: a warm cache cannot promote" in verdict.reason
+    assert "arm 2 (cand) started on a warm prefix cache" in verdict.notes
+
+
+def test_a_candidate_that_lost_warm_stays_rejected_but_a_warm_control_voids_a_rejection() -> None:
+    arms = aba(200.0, 190.0, 200.0)
+    arms[1] = arm(2, "candidate", cold=False, output_tok_per_s=190.0)
+    assert decide(GATE, arms).verdict == "reject"
+    arms = aba(200.0, 190.0, 200.0)
+    arms[0] = arm(1, "control", cold=None, output_tok_per_s=200.0)
+    verdict = decide(GATE, arms)
+    assert verdict.verdict == "inconclusive" and "could not be proven cold" in verdict.reason
+
+
+def test_failed_requests_reject_a_candidate_and_void_a_control() -> None:
+    arms = aba(200.0, 300.0, 200.0)
+    arms[1] = arm(2, "candidate", failed=3, output_tok_per_s=300.0)
+    verdict = decide(GATE, arms)
+    assert verdict.verdict == "reject" and "3 of 48 requests failed (HTTP 500: boom)" in verdict.reason
+    arms = aba(200.0, 300.0, 200.0)
+    arms[2] = arm(3, "control", failed=1, output_tok_per_s=200.0)
+    assert decide(GATE, arms).verdict == "inconclusive"
+
+
+def test_an_unmeasured_gate_metric_is_inconclusive_and_a_short_run_cannot_decide() -> None:
+    gate = Gate("j_per_token", "lower", 0.05)
+    verdict = decide(gate, [arm(1, "control", j_per_token=0.5), arm(2, "candidate", j_per_token=None),
+                            arm(3, "control", j_per_token=0.5)])
+    assert verdict.verdict == "inconclusive" and verdict.reason == "j_per_token was not measured in arm 2 (cand)"
+    short = decide(GATE, aba(200.0, 300.0, 200.0)[:2])
+    assert short.verdict == "inconclusive" and "two control arms" in short.reason
+
+
+def test_ababa_uses_every_arm_and_notes_heat_soak() -> None:
+    arms = [arm(1, "control", peak=52.0, output_tok_per_s=200.0), arm(2, "candidate", output_tok_per_s=260.0),
+            arm(3, "control", peak=55.0, output_tok_per_s=204.0), arm(4, "candidate", output_tok_per_s=250.0),
+            arm(5, "control", peak=61.0, output_tok_per_s=202.0)]
+    verdict = decide(GATE, arms)
+    assert verdict.control_mean == pytest.approx(202.0) and verdict.candidate_mean == pytest.approx(255.0)
+    assert verdict.control_drift == pytest.approx(4 / 202) and verdict.verdict == "promote"
+    assert verdict.notes[0].startswith("heat soak: the last control ran 9 °C hotter than the first (52 -> 61 °C)")
+
+
+def test_drift_of_identical_and_zero_controls() -> None:
+    assert drift([5.0, 5.0]) == 0.0 and drift([0.0, 0.0]) == 0.0 and drift([0.0, 1.0]) == 2.0
+    assert math.isinf(drift([-1.0, 1.0]) or 0)
+    assert drift([3.0]) is None
