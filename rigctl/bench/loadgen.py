@@ -47,12 +47,7 @@ class RequestResult:
     chunks: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["itl"] = [round(gap, 6) for gap in self.itl]
-        for key in ("start_time", "client_queue_time", "ttft", "latency"):
-            if data[key] is not None:
-                data[key] = round(data[key], 6)
-        return data
+        return asdict(self)  # full precision: a kept run must summarise again to the same figures
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ def build_parser(table: OptionTable | None = None, reject: frozenset[str] = froz
     parser.add_argument("model_tag")
     for option in table.options.values():
         if reject & {*option.flags, option.negative}:
+            parser.set_defaults(**{option.dest: None})  # gone from the parser, still read as unset
             continue
         names = [*option.flags, *option.short]
         if option.kind == "bool":
