@@ -14,7 +14,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,21 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+async def _events(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The `data:` lines of an SSE stream, as bytes. Split by hand: httpx's aiter_lines decodes
+    and re-splits every chunk, which doubled the client's CPU per token
+    (benchmarks/bench_loadgen.py); tests/bench/test_loadgen.py holds this to the same events."""
+    pending = b""
+    async for chunk in response.aiter_bytes():
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.startswith(b"data:"):
+                yield line
+    if pending.startswith(b"data:"):
+        yield pending
+
+
 async def _one(client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, options: RequestOptions,
                result: RequestResult) -> None:
     import httpx
@@ -83,11 +98,9 @@ async def _one(client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, op
                 result.error = f"HTTP {response.status_code}: {text[:300]}"
                 return
             done = False
-            async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
+            async for line in _events(response):
                 payload = line[5:].strip()
-                if payload == "[DONE]":
+                if payload == b"[DONE]":
                     done = True
                     break
                 data = json.loads(payload)

@@ -48,8 +48,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
 )}
 
 # The table owners publish, in this order (bench report, bench --json's arms).
-TABLE = ("ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "decode_tok_per_s_stream", "output_tok_per_s", "kv_pool_tokens",
-         "kv_pool_per_max_len", "prefix_hit_rate", "preemptions", "j_per_token")
+TABLE = ("ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s", "decode_tok_per_s_stream", "output_tok_per_s",
+         "kv_pool_tokens", "kv_pool_per_max_len", "prefix_hit_rate", "preemptions", "kv_usage_peak", "j_per_token")
+# Rows shown only when some arm has the figure (no speculative decoding, no acceptance row).
+WHEN_PRESENT = ("spec_acceptance_rate",)
 
 
 def improvement(metric: Metric, control: float, candidate: float) -> float | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import sys
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,11 @@ def plans_dir() -> Path:
     return paths.config_dir() / "plans"
 
 
+def shipped_plans_dir() -> Path:
+    """Example plans shipped with rigctl (between shipped profiles); the user's win by name."""
+    return Path(str(resources.files("rigctl.bench") / "plans"))
+
+
 def find_plan(name_or_path: str) -> Path:
     """A path as given, else a plan of that name in the user's plans directory."""
     given = Path(name_or_path).expanduser()
@@ -117,9 +123,11 @@ def find_plan(name_or_path: str) -> Path:
             raise PlanError([f"{given}: no such plan file"])
         return given
     candidate = plans_dir() / f"{name_or_path}.toml"
-    if candidate.is_file():
-        return candidate
-    known = sorted(p.stem for p in plans_dir().glob("*.toml")) if plans_dir().is_dir() else []
+    for where in (plans_dir(), shipped_plans_dir()):
+        if (where / f"{name_or_path}.toml").is_file():
+            return where / f"{name_or_path}.toml"
+    known = sorted({p.stem for where in (plans_dir(), shipped_plans_dir()) if where.is_dir()
+                    for p in where.glob("*.toml")})
     close = difflib.get_close_matches(name_or_path, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else (f"; plans there: {', '.join(known)}" if known else "")
     raise PlanError([f"no plan named {name_or_path!r} (looked for {candidate}){hint}"])

@@ -11,7 +11,7 @@ from typing import Any
 from rigctl import fmt
 from rigctl.bench.arm import ArmRecord
 from rigctl.bench.loadgen import RequestResult
-from rigctl.bench.metrics import METRICS, TABLE, Metric
+from rigctl.bench.metrics import METRICS, TABLE, WHEN_PRESENT, Metric
 from rigctl.bench.plan import PlanError, parse_plan
 from rigctl.bench.rawdir import RawDir, kept_runs
 from rigctl.bench.run import BenchResult
@@ -20,6 +20,7 @@ from rigctl.bench.verdict import decide
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.errors import BadInputError
+from rigctl.profiles.summary import Change
 
 
 def value_text(metric: Metric, value: float | None) -> str:
@@ -59,11 +60,10 @@ def render(data: dict[str, Any]) -> str:
                      f"{workload.get('arrival')} arrival, ~{workload.get('prompt_tokens')} prompt tokens, "
                      f"{workload.get('max_tokens')} out")
     for change in data.get("changes", []):
-        lines.append(f"  changed: {change['what']}: {change['control'] or '(unset)'} -> "
-                     f"{change['candidate'] or '(unset)'}")
+        lines.append(f"  changed: {Change(change['what'], change['control'], change['candidate'])}")
     header = ["", *[f"{a['number']} {letters.get(a['role'], '?')}" for a in arms], "B vs A"]
     rows = [header]
-    names = list(TABLE)
+    names = list(TABLE) + [n for n in WHEN_PRESENT if any(a.get(n) is not None for a in arms)]
     for name in (gate_metric, *(g["metric"] for g in data["gate"].get("guards", []))):
         if name not in names:
             names.append(name)

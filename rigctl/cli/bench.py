@@ -155,7 +155,7 @@ def _check(args: argparse.Namespace, name: str) -> int:
     print(f"  gate: {plan.gate.metric} {plan.gate.direction} by at least {plan.gate.min_change * 100:.1f}%"
           + "".join(f"; guard {g.metric} at most {g.max_regression * 100:.1f}% worse" for g in plan.gate.guards))
     for change in checked.changes:
-        print(f"  changes: {change.what}: {change.before or '(unset)'} -> {change.after or '(unset)'}")
+        print(f"  changes: {change}")
     for warning in checked.warnings:
         print(f"  note: {warning}")
     return 0

@@ -122,9 +122,7 @@ def run_diff(args: argparse.Namespace) -> int:
     if not changes:
         print("(same command line and environment)")
     for change in changes:
-        before = "(unset)" if change.before is None else (change.before or "(set)")
-        after = "(unset)" if change.after is None else (change.after or "(set)")
-        print(f"  {change.what}: {before} -> {after}")
+        print(f"  {change}")
     return 0
 
 

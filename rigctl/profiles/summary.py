@@ -71,6 +71,13 @@ class Change:
     before: str | None
     after: str | None
 
+    def __str__(self) -> str:
+        """`--async-scheduling: (unset) -> (set)`: a bare switch's value is "", not absent."""
+        def side(value: str | None) -> str:
+            return "(unset)" if value is None else (value or "(set)")
+
+        return f"{self.what}: {side(self.before)} -> {side(self.after)}"
+
 
 def _by_flag(argv: tuple[str, ...] | list[str]) -> dict[str, str]:
     """argv after `serve MODEL` grouped per flag: {"--max-num-seqs": "8", "--enforce-eager": ""}."""

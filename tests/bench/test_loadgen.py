@@ -50,6 +50,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _answer(self, body: dict[str, Any]) -> None:
         prompt = body["prompt"]
+        if prompt == "split":
+            self._split(body)
+            return
         if prompt == "fail":
             data = b'{"error": {"message": "boom"}}'
             self.send_response(500)
@@ -74,6 +77,24 @@ class Handler(BaseHTTPRequestHandler):
             usage = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": body["max_tokens"]}}
             self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
+        self.close_connection = True
+
+
+    def _split(self, body: dict[str, Any]) -> None:
+        """The stream as one byte string written in 3-byte pieces, CRLF line ends and a comment
+        line: events cut anywhere must be read as the same events."""
+        events = [json.dumps({"choices": [{"index": 0, "text": " t"}]}) for _ in range(body["max_tokens"])]
+        events.append(json.dumps({"choices": [], "usage": {"prompt_tokens": 7,
+                                                           "completion_tokens": body["max_tokens"]}}))
+        stream = (": keep-alive\r\n\r\n" + "".join(f"data: {e}\r\n\r\n" for e in events)
+                  + "data: [DONE]\r\n\r\n").encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for at in range(0, len(stream), 3):
+            self.wfile.write(stream[at:at + 3])
+            self.wfile.flush()
         self.close_connection = True
 
 
@@ -162,3 +183,10 @@ def test_stop_cancels_what_is_in_flight_and_keeps_it_as_failed(streamer: Streame
                           stop=stop)
     assert time.monotonic() - began < 3.0
     assert results and all(not r.success and r.error == "stopped before it finished" for r in results)
+
+
+def test_events_cut_at_any_byte_are_read_whole(streamer: Streamer) -> None:
+    results, _ = run_load(target(streamer), [(Prompt(0, "split", 9), 0.0)], concurrency=1)
+    r = results[0]
+    assert r.success and not r.error and (r.chunks, r.output_tokens, r.prompt_len) == (9, 9, 7)
+    assert len(r.itl) == 8

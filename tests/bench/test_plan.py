@@ -133,3 +133,21 @@ def test_plans_are_found_by_name_in_the_config_dir(tmp_path: Path, monkeypatch: 
         find_plan("asyn")
     with pytest.raises(PlanError, match="no such plan file"):
         find_plan(str(tmp_path / "missing.toml"))
+
+
+def test_shipped_plans_parse_name_shipped_profiles_and_are_shadowed_by_the_users(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigctl.bench.plan import shipped_plans_dir
+    from rigctl.profiles.store import ProfileStore
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    shipped = sorted(shipped_plans_dir().glob("*.toml"))
+    assert shipped, "rigctl ships example plans"
+    names = set(ProfileStore().names())
+    for path in shipped:
+        plan = load_plan(path.stem)
+        assert plan.path == path and {plan.control, plan.candidate} <= names, path
+    mine = tmp_path / "rigctl" / "plans"
+    mine.mkdir(parents=True)
+    (mine / f"{shipped[0].stem}.toml").write_text(GOOD)
+    assert load_plan(shipped[0].stem).path == mine / f"{shipped[0].stem}.toml"

@@ -43,7 +43,7 @@ def test_profiles_screen_lists_marks_active_and_diffs(size: tuple[int, int], iso
             await pilot.pause()
             detail = str(app.screen.query_one("#profile-detail", Static).content)
             assert "against the active profile (qwen36-27b-awq-tp2):" in detail
-            assert "--async-scheduling: (unset) -> " in detail
+            assert "--async-scheduling: (unset) -> (set)" in detail
             await pilot.press("d")
             assert app.screen.id == "dashboard"
 

@@ -64,8 +64,7 @@ def diff_text(changes: list[Change], active: str) -> str:
         return f"same command line and environment as the active profile ({active})"
     lines = [f"against the active profile ({active}):"]
     for c in changes:
-        lines.append(f"  {c.what}: {c.before if c.before is not None else '(unset)'}"
-                     f" -> {c.after if c.after is not None else '(unset)'}")
+        lines.append(f"  {c}")
     return "\n".join(lines)
 
 
