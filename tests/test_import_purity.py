@@ -39,6 +39,7 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["logs", "-n", "5"], 0),
     (["history"], 0),
     (["bench", "list"], 0),
+    (["fit", "--config", str(FIXTURES.parent / "fit/tiny-qwen2.config.json"), "--max-model-len", "2048"], 0),
     (["restart"], 0),
     (["stop"], 0),
     (["start"], 0),

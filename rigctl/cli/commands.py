@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bootlog": ("logs", "read a vLLM log: phases, KV pool, and why a boot failed"),
     "metrics": ("metrics", "engine figures from vLLM's /metrics: KV, prefix cache, tok/s, latency"),
     "bench": ("bench", "a gated control-candidate-control benchmark between two profiles; report, list"),
+    "fit": ("fit", "will a profile fit, its KV pool, and TP or DP for this rig (predicted, vLLM's arithmetic)"),
     "config": ("config_cmd", "the effective settings and where each came from"),
     "demo": ("tui", "the TUI on a simulated rig serving a shipped profile (no GPU needed)"),
 }

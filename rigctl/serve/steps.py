@@ -21,6 +21,7 @@ from rigctl import paths
 from rigctl.config import Settings
 from rigctl.engine.bootlog import BootReport, Failure
 from rigctl.engine.client import EngineClient
+from rigctl.fit.check import profile_diagnostics
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.options import OptionTable
@@ -89,9 +90,15 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         raise ProfileError(errors)
+    spec = render(profile, choice.table, ctx.tables.default_command)
+    if ctx.rig is not None:  # will vLLM refuse it for memory (the fit advisor, where the model's config is here)
+        diagnostics += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in ctx.rig.gpus))
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if errors:
+            raise ProfileError(errors)
     for warning in diagnostics:
         ctx.say("warning", str(warning), profile.name)
-    return Prepared(profile, render(profile, choice.table, ctx.tables.default_command), choice.table)
+    return Prepared(profile, spec, choice.table)
 
 
 BOOTING_GRACE = 5.0  # s: vLLM ignores SIGTERM until it is ready; waiting the full grace for it helps nobody

@@ -1,0 +1,81 @@
+"""What `profile validate` and the switch preflight ask of the advisor: will vLLM refuse this
+profile on this rig (one request does not fit, max_num_seqs above the GDN state's blocks), and
+would the rule split a DP layout. Only where the model's config.json is on this machine.
+
+A predicted budget is wrong by up to ~15% (tests/fit/test_budget.py), so a predicted refusal
+is an error only when it holds with 15% more budget, a warning otherwise; a KV size set in the
+profile is exact, and so is the refusal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rigctl.errors import BadInputError
+from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
+from rigctl.fit.budget import GIB
+from rigctl.fit.build import inputs_for, weights_for
+from rigctl.fit.inputs import LaunchOptions, find_model_dir, options_from_argv
+from rigctl.fit.model import load_dims
+from rigctl.profiles.schema import Diagnostic, Profile
+
+MARGIN = 0.15
+
+
+@dataclass(frozen=True)
+class FitFinding:
+    severity: str  # "error" | "warning"
+    key: str  # the [vllm] key to point at
+    message: str
+
+
+def _key(layout: Layout) -> str:
+    return "max_num_seqs" if layout.why_not and "max_num_seqs" in layout.why_not else "max_model_len"
+
+
+def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
+    if not options.model or not gpu_totals:
+        return []
+    model_dir = find_model_dir(options.model)
+    if model_dir is None:
+        return []
+    try:
+        dims = load_dims(model_dir)
+    except BadInputError:
+        return []
+    inputs = inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals)
+    if options.tp * options.dp > len(gpu_totals):
+        return []  # the GPU count check names that already
+    layout = evaluate(inputs, options.tp, options.dp)
+    found: list[FitFinding] = []
+    if not layout.fits and layout.pool is not None:
+        exact = inputs.available_kv_bytes is not None
+        generous = _with_more_budget(inputs, layout)
+        if exact or (generous is not None and not generous.fits):
+            found.append(FitFinding("error", _key(layout), f"{layout.why_not} ({'exact' if exact else 'predicted'}; "
+                                    "rigctl fit shows the figures)"))
+        else:
+            found.append(FitFinding("warning", _key(layout), f"{layout.why_not} (predicted, within the advisor's "
+                                    "margin: it may start; rigctl fit shows the figures)"))
+    if options.dp > 1 and options.tp == 1:
+        advice = recommend(inputs, layouts(inputs))
+        if advice is not None and advice.tp > 1:
+            found.append(FitFinding("warning", "data_parallel_size", f"the fit rule would split this model: "
+                                    f"{advice.why}"))
+    return found
+
+
+def _with_more_budget(inputs: FitInputs, layout: Layout) -> Layout | None:
+    if layout.budget is None:
+        return None
+    more = MARGIN * layout.budget.available / GIB
+    return evaluate(replace(inputs, correction_gib=inputs.correction_gib + more), layout.tp, layout.dp)
+
+
+def profile_diagnostics(profile: Profile, argv: tuple[str, ...], gpu_totals: tuple[int, ...]) -> list[Diagnostic]:
+    """The findings as the profile's diagnostics, pointing at the key where it was written."""
+    vllm_keys = {k.replace("-", "_"): k for k in profile.vllm}
+    out = []
+    for finding in check(options_from_argv(argv), gpu_totals):
+        key = vllm_keys.get(finding.key, finding.key)
+        out.append(profile.diagnostic(finding.severity, f"vllm.{key}", finding.message))
+    return out

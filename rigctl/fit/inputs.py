@@ -1,0 +1,126 @@
+"""What a fit is asked about, read from a vLLM command line (a profile's rendered argv, or a
+boot record's), and where the model's config.json and weights are on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rigctl.errors import BadInputError
+from rigctl.profiles.options import parse_human_int
+
+NO_PREFIX_CACHING = ("--no-enable-prefix-caching", "--disable-prefix-caching")
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """The `vllm serve` flags that size memory, with None for 'vLLM's default'."""
+
+    model: str | None = None
+    tp: int = 1
+    dp: int = 1
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    kv_cache_dtype: str | None = None
+    spec_tokens: int = 0  # MTP speculative tokens
+    spec_other: str | None = None  # a speculative method this advisor does not model (a draft model)
+    utilization: float | None = None
+    batched_tokens: int | None = None
+    eager: bool = False
+    prefix_caching: bool = True
+    block_size: int | None = None
+    mamba_ssm_dtype: str | None = None
+    kv_cache_memory_bytes: int | None = None
+    quantization: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def but(self, **changes: Any) -> LaunchOptions:
+        """These options with the given ones replaced (None leaves a field as it is)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _spec(text: str) -> tuple[int, str | None]:
+    try:
+        config = json.loads(text)
+    except ValueError:
+        return 0, f"--speculative-config {text!r} is not JSON"
+    if not isinstance(config, dict):
+        return 0, None
+    method = str(config.get("method") or "")
+    tokens = config.get("num_speculative_tokens")
+    tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 1
+    if "mtp" in method:
+        return tokens, None
+    return 0, method or str(config.get("model") or "a draft model")
+
+
+def options_from_argv(argv: list[str] | tuple[str, ...]) -> LaunchOptions:
+    """Parse `... serve MODEL --flag value ...` (both `--flag=value` and `--flag value`)."""
+    words = list(argv)
+    model = None
+    if "serve" in words:
+        at = words.index("serve")
+        if at + 1 < len(words) and not words[at + 1].startswith("-"):
+            model = words[at + 1]
+    flags: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--"):
+            name, eq, inline = word.partition("=")
+            if eq:
+                flags[name] = inline
+            elif i + 1 < len(words) and not words[i + 1].startswith("--"):
+                flags[name] = words[i + 1]
+                i += 1
+            else:
+                flags[name] = ""
+        i += 1
+    model = flags.get("--model", model)
+
+    def number(flag: str) -> int | None:
+        return parse_human_int(flags[flag]) if flag in flags else None
+
+    spec_tokens, spec_other = _spec(flags["--speculative-config"]) if "--speculative-config" in flags else (0, None)
+    return LaunchOptions(
+        model=model, tp=number("--tensor-parallel-size") or number("-tp") or 1,
+        dp=number("--data-parallel-size") or 1, max_model_len=number("--max-model-len"),
+        max_num_seqs=number("--max-num-seqs"), kv_cache_dtype=flags.get("--kv-cache-dtype"),
+        spec_tokens=spec_tokens, spec_other=spec_other,
+        utilization=float(flags["--gpu-memory-utilization"]) if "--gpu-memory-utilization" in flags else None,
+        batched_tokens=number("--max-num-batched-tokens"), eager="--enforce-eager" in flags,
+        prefix_caching=not any(f in flags for f in NO_PREFIX_CACHING),
+        block_size=number("--block-size"), mamba_ssm_dtype=flags.get("--mamba-ssm-cache-dtype"),
+        kv_cache_memory_bytes=number("--kv-cache-memory-bytes"), quantization=flags.get("--quantization"))
+
+
+def hub_cache() -> Path:
+    """Where Hugging Face keeps downloaded models (HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def find_model_dir(model: str) -> Path | None:
+    """A local model dir as given, else the newest snapshot of that id in the HF cache."""
+    given = Path(model).expanduser()
+    if (given / "config.json").is_file():
+        return given
+    entry = hub_cache() / ("models--" + model.replace("/", "--")) / "snapshots"
+    snapshots = sorted((p for p in entry.glob("*") if (p / "config.json").is_file()),
+                       key=lambda p: p.stat().st_mtime, reverse=True) if entry.is_dir() else []
+    return snapshots[0] if snapshots else None
+
+
+def model_dir_or_error(model: str | None) -> Path:
+    if not model:
+        raise BadInputError("no model: name a profile, or give --config PATH or --model DIR")
+    found = find_model_dir(model)
+    if found is None:
+        raise BadInputError(f"no config.json for {model}: it is not a local dir and not in the Hugging Face cache "
+                            f"({hub_cache()}); give --config PATH (the model's config.json)")
+    return found

@@ -1,0 +1,180 @@
+"""`rigctl fit` as a user runs it: a real subprocess on a simulated rig, the model's config in a
+Hugging Face cache laid out as huggingface_hub lays it out, boot records in the real history
+file, and the validate/switch integration (refused before anything stops)."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rigctl.fit.weights import from_checkpoint
+from tests.faults.rig import Rig
+
+CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "fit"
+AWQ = "Qwen/Qwen3.6-27B-AWQ"
+
+
+def cache_model(hub: Path, model: str, config: str = "qwen3.6-27b") -> Path:
+    snapshot = hub / f"models--{model.replace('/', '--')}" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (snapshot / "config.json").write_text((CONFIGS / f"{config}.config.json").read_text())
+    return snapshot
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "hub"
+    for model in (AWQ, "Qwen/Qwen3.6-27B-FP8"):
+        cache_model(path, model)
+    monkeypatch.setenv("HF_HUB_CACHE", str(path))
+    return path
+
+
+def fit(*args: str, sim: str | None = "2x4090-pcie") -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "rigctl", "fit", *args] + (["--sim", sim] if sim else [])
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def test_a_profile_on_two_4090s_is_advised_to_split_with_every_layout_predicted(hub: Path) -> None:
+    done = fit("qwen36-27b-4090-tp2-mtp", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["predicted"] is True and out["profile_layout"] == {"tp": 2, "dp": 1}
+    assert [(lay["tp"], lay["dp"]) for lay in out["layouts"]] == [(1, 1), (1, 2), (2, 1)]
+    for layout in out["layouts"]:
+        assert layout["predicted"] is True and isinstance(layout["fits"], bool)
+        assert {"pool_tokens", "max_concurrency", "block_size", "available_kv_gib", "mamba_blocks"} <= set(layout)
+        assert layout["block_size"] == 1600 and layout["mamba_blocks"] >= 1  # hybrid: the GDN state's blocks
+    assert out["recommended"]["tp"] == 2 and out["recommended"]["dp"] == 1
+    assert out["recommended"]["why"].startswith("the weights take 16.9 of 24.0 GiB (70% of one GPU): split")
+    assert out["weights"]["source"].startswith("estimate (26.9B parameters, int4)")
+    split = out["layouts"][2]
+    assert 300_000 < split["pool_tokens"] < 400_000  # the owners measured 350,518
+
+    text = fit("qwen36-27b-4090-tp2-mtp")
+    assert text.returncode == 0, text.stderr
+    assert "all figures PREDICTED" in text.stdout and "TP2/DP1 *" in text.stdout
+    assert "recommended: TP2/DP1: the weights take" in text.stdout
+    assert "every sequence pins 15 blocks (398 MiB per GPU)" in text.stdout
+
+
+def test_tp_and_dp_given_give_that_layout_alone_and_solve_max_len_prints_the_tiers(hub: Path) -> None:
+    out = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--tp", "1", "--dp", "2", "--json").stdout)
+    assert [(lay["tp"], lay["dp"]) for lay in out["layouts"]] == [(1, 2)] and out["recommended"] is None
+    tiers = fit("qwen36-27b-4090-tp2-mtp", "--solve-max-len")
+    assert tiers.returncode == 0 and tiers.stdout.startswith("TP2/DP1 (predicted): 1 at once: max_model_len ")
+    four = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--tp", "4", "--json").stdout)["layouts"][0]
+    assert four["fits"] is False and four["why_not"] == "needs 4 GPUs; this rig has 2"
+
+
+def test_a_logged_budget_gives_the_engines_pool_exactly() -> None:
+    done = fit("--config", str(CONFIGS / "qwen3.6-27b.config.json"), "--tp", "2", "--max-model-len", "131072",
+               "--kv-cache-dtype", "fp8_e4m3", "--max-num-seqs", "8", "--available-kv-gib", "4.99", "--json",
+               sim="2x3090-nvlink")
+    assert done.returncode == 0, done.stderr
+    layout = json.loads(done.stdout)["layouts"][0]
+    assert (layout["pool_tokens"], layout["block_size"], layout["num_blocks"], layout["fits"]) == (302_921, 1568, 208,
+                                                                                                    True)
+
+
+def test_without_a_driver_the_kv_step_still_answers_when_the_budget_is_given() -> None:
+    args = ("--config", str(CONFIGS / "tiny-qwen2.config.json"), "--max-model-len", "2048")
+    done = fit(*args, "--available-kv-gib", "1", "--json", sim=None)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["layouts"][0]["pool_tokens"] == 1_048_576
+    refused = fit(*args, sim=None)
+    assert refused.returncode == 1 and "--available-kv-gib" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--tp", "0"), "rigctl: --tp must be at least 1"),
+    (("--model", "Nobody/Nothing"), ("rigctl: no config.json for Nobody/Nothing: it is not a local dir and not in the "
+                                    "Hugging Face cache")),
+    (("--config", "/nonexistent/config.json"), "rigctl: /nonexistent/config.json: no such model config"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    done = fit(*args)
+    assert done.returncode == 2 and done.stderr.startswith(message) and done.stderr.count("\n") == 1
+
+
+def test_a_broken_config_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text('{"num_hidden_layers": "many"}')
+    done = fit("--config", str(bad))
+    assert done.returncode == 2 and done.stderr.startswith(f"rigctl: {bad}: num_hidden_layers is 'many'")
+
+
+def test_weights_come_from_the_safetensors_headers_with_the_mtp_head_apart(tmp_path: Path) -> None:
+    def tensors(path: Path, entries: dict[str, tuple[str, list[int]]]) -> None:
+        header, offset = {}, 0
+        for name, (dtype, shape) in entries.items():
+            size = 2 * shape[0] * shape[1]
+            header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+            offset += size
+        raw = json.dumps(header).encode()
+        path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
+
+    tensors(tmp_path / "model-00001-of-00002.safetensors", {"model.layers.0.mlp.up_proj.weight": ("BF16", [1024, 512]),
+                                                             "lm_head.weight": ("BF16", [512, 512])})
+    tensors(tmp_path / "model-00002-of-00002.safetensors", {"mtp.fc.weight": ("BF16", [256, 512])})
+    weights = from_checkpoint(tmp_path)
+    assert weights is not None and weights.source == "safetensors headers"
+    assert (weights.main_bytes, weights.mtp_bytes) == (2 * (1024 * 512 + 512 * 512), 2 * 256 * 512)
+
+
+def test_boot_records_calibrate_the_budget_and_show_the_measurement(hub: Path, tmp_path: Path) -> None:
+    """One boot of the profile on this rig logged 9.99 GiB and 350,518 tokens: the prediction is shown
+    beside it with its error, and the per-rig correction rests on that one boot."""
+    before = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--json").stdout)
+    argv = [sys.executable, "-m", "rigctl.sim.vllm_server", "serve", AWQ, "--tensor-parallel-size", "2",
+            "--quantization", "awq_marlin", "--max-model-len", "32768", "--max-num-seqs", "8",
+            "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}', "--kv-cache-dtype", "fp8"]
+    record = {"profile": "qwen36-27b-4090-tp2-mtp", "profile_hash": "x", "when": 1_790_000_000.0, "argv": argv,
+              "vllm_version": "0.33.0", "rig": "sim:2x4090-pcie", "kv_tokens": 350_518, "max_concurrency": 10.7,
+              "max_model_len": 32768, "available_kv_gib": 9.99, "model_load_gib": 8.1, "model_load_seconds": 40.0,
+              "graph_capture_seconds": 10.0, "boot_seconds": 120.0}
+    state = tmp_path / "home" / "state" / "rigctl"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "history.jsonl").write_text(json.dumps(record) + "\n")
+    after = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--json").stdout)
+    predicted = before["layouts"][2]["available_kv_gib"]
+    assert after["correction"]["boots"] == 1
+    assert after["correction"]["gib"] == pytest.approx(9.99 - predicted, abs=0.01)
+    assert after["layouts"][2]["available_kv_gib"] == pytest.approx(9.99, abs=0.01)
+    measured = after["measured"]
+    assert measured["pool_tokens"] == 350_518 and measured["available_kv_gib"] == 9.99
+    assert abs(measured["pool_error"]) < 0.02 and abs(measured["budget_error"]) < 0.01
+    text = fit("qwen36-27b-4090-tp2-mtp").stdout
+    assert "correction: " in text and "from 1 boot(s) on this rig" in text
+    assert "measured (the engine, last boot of qwen36-27b-4090-tp2-mtp on this rig" in text
+
+
+def test_validate_refuses_what_vllm_would_refuse_and_lints_a_dp_layout_the_rule_splits(hub: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "rigctl", "profile", "validate", "qwen36-27b-4090-dp2", "--sim",
+                           "2x4090-pcie"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "warning: data_parallel_size: the fit rule would split this model: the weights take 16.1" in done.stdout
+
+
+def test_a_switch_to_a_profile_vllm_would_refuse_is_refused_before_anything_stops(tmp_path: Path) -> None:
+    rig = Rig(tmp_path / "rig")
+    try:
+        hub = tmp_path / "hub"
+        cache_model(hub, AWQ)
+        rig.env["HF_HUB_CACHE"] = str(hub)
+        assert rig.rigctl("start", "good").returncode == 0
+        pid = rig.record()["pid"]  # type: ignore[index]
+        path = rig.add_profile("crowded", "max_num_seqs = 1024\n")
+        done = rig.rigctl("switch", "crowded")
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"{path}:4: max_num_seqs: max_num_seqs (1024) exceeds the " in done.stderr
+        assert "blocks the GDN state can use: vLLM refuses to start" in done.stderr
+        assert rig.record()["pid"] == pid  # type: ignore[index]
+        rig.check_invariants()
+    finally:
+        rig.cleanup()
