@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.fit.advise import layouts, recommend
     from rigctl.fit.build import inputs_for, weights_for
     from rigctl.fit.calibrate import correction, last_measured
-    from rigctl.fit.inputs import LaunchOptions, model_dir_or_error, options_from_argv
+    from rigctl.fit.inputs import LaunchOptions, model_dir_or_error, options_from_launch
     from rigctl.fit.model import load_dims
 
     _check_ranges(args)
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
         profile = ProfileStore().load(args.profile)
         table = common.option_tables(args, cached_only=True).choose(profile).table
-        options, profile_name = options_from_argv(render(profile, table).argv), profile.name
+        spec = render(profile, table)
+        options, profile_name = options_from_launch(spec.argv, spec.env), profile.name
     options = options.but(model=args.model, tp=args.tp, dp=args.dp, max_model_len=args.max_model_len,
                           max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,
                           spec_tokens=args.num_speculative_tokens, utilization=args.gpu_memory_utilization,

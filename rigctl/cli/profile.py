@@ -143,8 +143,9 @@ def run_validate(args: argparse.Namespace) -> int:
             if rig is not None and not any(d.severity == "error" for d in results[name]):
                 from rigctl.fit.check import profile_diagnostics
 
-                argv = render(profile, choice.table, tables.default_command).argv
-                results[name] += profile_diagnostics(profile, argv, tuple(g.memory_total or 0 for g in rig.gpus))
+                spec = render(profile, choice.table, tables.default_command)
+                results[name] += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in rig.gpus),
+                                                     spec.env)
         except ProfileError as exc:
             results[name] = list(exc.diagnostics)
     failed = [n for n, ds in results.items() if any(d.severity == "error" for d in ds)]

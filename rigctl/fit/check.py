@@ -14,7 +14,7 @@ from rigctl.errors import BadInputError
 from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
 from rigctl.fit.budget import GIB
 from rigctl.fit.build import inputs_for, weights_for
-from rigctl.fit.inputs import LaunchOptions, find_model_dir, options_from_argv
+from rigctl.fit.inputs import LaunchOptions, find_model_dir, options_from_launch
 from rigctl.fit.model import load_dims
 from rigctl.profiles.schema import Diagnostic, Profile
 
@@ -32,19 +32,36 @@ def _key(layout: Layout) -> str:
     return "max_num_seqs" if layout.why_not and "max_num_seqs" in layout.why_not else "max_model_len"
 
 
-def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
-    if not options.model or not gpu_totals:
-        return []
+def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> FitInputs | str:
+    """The advisor's inputs for this command line, or why there are none."""
+    if not options.model:
+        return "no model"
     model_dir = find_model_dir(options.model)
     if model_dir is None:
-        return []
+        return f"no config.json for {options.model} here"
     try:
         dims = load_dims(model_dir)
-    except BadInputError:
+    except BadInputError as exc:
+        return str(exc)
+    return inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals)
+
+
+def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Layout | str:
+    """The profile's own layout on this rig, predicted; or why it cannot be."""
+    inputs = _inputs(options, gpu_totals)
+    if isinstance(inputs, str):
+        return inputs
+    if not gpu_totals and inputs.available_kv_bytes is None:
+        return "no GPU known"
+    return evaluate(inputs, options.tp, options.dp)
+
+
+def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
+    if not options.model or not gpu_totals or options.tp * options.dp > len(gpu_totals):
+        return []  # (the GPU count check names a layout the rig cannot hold)
+    inputs = _inputs(options, gpu_totals)
+    if isinstance(inputs, str):
         return []
-    inputs = inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals)
-    if options.tp * options.dp > len(gpu_totals):
-        return []  # the GPU count check names that already
     layout = evaluate(inputs, options.tp, options.dp)
     found: list[FitFinding] = []
     if not layout.fits and layout.pool is not None:
@@ -71,11 +88,12 @@ def _with_more_budget(inputs: FitInputs, layout: Layout) -> Layout | None:
     return evaluate(replace(inputs, correction_gib=inputs.correction_gib + more), layout.tp, layout.dp)
 
 
-def profile_diagnostics(profile: Profile, argv: tuple[str, ...], gpu_totals: tuple[int, ...]) -> list[Diagnostic]:
+def profile_diagnostics(profile: Profile, argv: tuple[str, ...], gpu_totals: tuple[int, ...],
+                        env: dict[str, str] | None = None) -> list[Diagnostic]:
     """The findings as the profile's diagnostics, pointing at the key where it was written."""
     vllm_keys = {k.replace("-", "_"): k for k in profile.vllm}
     out = []
-    for finding in check(options_from_argv(argv), gpu_totals):
+    for finding in check(options_from_launch(argv, env or {}), gpu_totals):
         key = vllm_keys.get(finding.key, finding.key)
         out.append(profile.diagnostic(finding.severity, f"vllm.{key}", finding.message))
     return out

@@ -57,6 +57,19 @@ def _spec(text: str) -> tuple[int, str | None]:
     return 0, method or str(config.get("model") or "a draft model")
 
 
+def options_from_launch(argv: list[str] | tuple[str, ...], env: dict[str, str]) -> LaunchOptions:
+    """A command line and its environment: vLLM's CPU build takes its KV size in GiB from
+    VLLM_CPU_KVCACHE_SPACE, which sizes the pool as --kv-cache-memory-bytes does."""
+    options = options_from_argv(argv)
+    space = env.get("VLLM_CPU_KVCACHE_SPACE", "").strip()
+    if space and options.kv_cache_memory_bytes is None:
+        try:
+            options = options.but(kv_cache_memory_bytes=int(float(space) * 2**30))
+        except ValueError:
+            pass
+    return options
+
+
 def options_from_argv(argv: list[str] | tuple[str, ...]) -> LaunchOptions:
     """Parse `... serve MODEL --flag value ...` (both `--flag=value` and `--flag value`)."""
     words = list(argv)

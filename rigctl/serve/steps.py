@@ -92,7 +92,8 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
         raise ProfileError(errors)
     spec = render(profile, choice.table, ctx.tables.default_command)
     if ctx.rig is not None:  # will vLLM refuse it for memory (the fit advisor, where the model's config is here)
-        diagnostics += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in ctx.rig.gpus))
+        diagnostics += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in ctx.rig.gpus),
+                                           spec.env)
         errors = [d for d in diagnostics if d.severity == "error"]
         if errors:
             raise ProfileError(errors)

@@ -37,6 +37,11 @@ def test_a_switch_to_a_good_profile_reads_the_pool_the_engine_reports(real: Real
     assert record["kv_tokens"] == POOL and record["available_kv_gib"] == 1.0
     assert record["vllm_version"] == "0.32.0" and record["max_model_len"] == 2048
     assert record["boot_seconds"] > 10  # the imports before vLLM's first line are in it
+    # the advisor, with the KV size set (VLLM_CPU_KVCACHE_SPACE), predicts that pool exactly
+    fit = real.rigctl("fit", "tiny", "--json")
+    assert fit.returncode == 0, fit.stdout + fit.stderr
+    (layout,) = json.loads(fit.stdout)["layouts"]
+    assert layout["pool_tokens"] == record["kv_tokens"] and layout["fits"] is True and layout["predicted"] is True
     real.check_invariants()
 
 
@@ -96,6 +101,9 @@ def test_a_kv_cache_too_small_for_one_request_rolls_back_with_vllms_estimate(rea
     # the KV size was set: raising gpu_memory_utilization would change nothing, and is not suggested
     assert "fix: set max_model_len to 16,256 or less, or raise the KV size you set" in done.stdout
     assert real.status()["active_profile"] == "tiny"
+    # the advisor saw it coming: one 32,768-token request does not fit 16 MiB of KV
+    (layout,) = json.loads(real.rigctl("fit", "kv-small", "--json").stdout)["layouts"]
+    assert layout["fits"] is False and layout["why_not"].startswith("one 32,768-token request needs ")
     real.check_invariants()
 
 

@@ -66,3 +66,40 @@ def test_invalid_profile_shows_its_errors_inline(isolated_dirs: Path) -> None:
             assert "aaa-broken.toml:3: max_num_seq: not a vllm serve option; did you mean max_num_seqs?" in detail
 
     asyncio.run(scenario())
+
+
+def test_the_detail_shows_the_predicted_pool_beside_the_last_measured_one(isolated_dirs: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from tests.fit.test_fit_cli import cache_model
+
+    hub = isolated_dirs / "hub"
+    cache_model(hub, "Qwen/Qwen3.6-27B-AWQ")
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    state = isolated_dirs / "state" / "rigctl"
+    state.mkdir(parents=True, exist_ok=True)
+    record = {"profile": "qwen36-27b-4090-tp2-mtp", "profile_hash": "x", "when": 1_790_000_000.0, "argv": [],
+              "vllm_version": "0.33.0", "rig": "sim:2x4090-pcie", "kv_tokens": 350_518, "max_concurrency": 10.7,
+              "max_model_len": 32768, "available_kv_gib": 9.99, "model_load_gib": None, "model_load_seconds": None,
+              "graph_capture_seconds": None, "boot_seconds": 100.0}
+    (state / "history.jsonl").write_text(json.dumps(record) + "\n")
+    app = app_on("2x4090-pcie")
+
+    async def scenario() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await poll(app, pilot)
+            await pilot.press("p")
+            await settle(app, pilot)
+            table = app.screen.query_one(DataTable)
+            names = [str(table.get_row_at(i)[0]).strip() for i in range(table.row_count)]
+            for name, expect in (("qwen36-27b-4090-tp2-mtp", "measured 350,518 tokens (10.70x)"),
+                                 ("qwen36-27b-4090-dp2", "measured: no boot of it on this rig yet")):
+                table.move_cursor(row=names.index(name))
+                await pilot.pause()
+                detail = str(app.screen.query_one("#profile-detail", Static).content)
+                assert "KV pool: predicted " in detail and expect in detail, detail
+            detail = str(app.screen.query_one("#profile-detail", Static).content)
+            assert "the fit rule would split this model" in detail  # the DP lint, inline
+
+    asyncio.run(scenario())

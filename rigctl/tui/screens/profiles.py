@@ -3,6 +3,7 @@ its argv/env difference against the active profile, and its errors and lints inl
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -13,6 +14,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from rigctl.fit.calibrate import last_measured
+from rigctl.fit.check import predicted_layout, profile_diagnostics
+from rigctl.fit.inputs import options_from_launch
 from rigctl.gpu.model import RigInfo
 from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
@@ -22,6 +26,7 @@ from rigctl.profiles.text import show_text
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.profiles.vllm_version import OptionTables
+from rigctl.serve.boots import BootRecord, read_history
 from rigctl.serve.statefiles import active_profile_name
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
@@ -38,6 +43,26 @@ class ProfileEntry:
     spec: LaunchSpec | None
     cells: dict[str, str]
     table: OptionTable | None = None  # what it was checked against
+    pool_line: str = ""  # the KV pool predicted on this rig beside the last one the engine reported
+
+
+def pool_line(spec: LaunchSpec, name: str, rig: RigInfo | None, records: list[BootRecord]) -> str:
+    """`KV pool: predicted 334,051 tokens (10.19x at 32,768), TP2/DP1 · measured 350,518 (2026-12-01 10:02)`."""
+    totals = tuple(g.memory_total or 0 for g in rig.gpus) if rig else ()
+    layout = predicted_layout(options_from_launch(spec.argv, spec.env), totals)
+    if isinstance(layout, str):
+        predicted = f"predicted n/a ({layout})"
+    elif layout.pool is None:
+        predicted = f"predicted: does not fit ({layout.why_not})"
+    else:
+        predicted = (f"predicted {layout.pool.tokens:,} tokens ({layout.pool.max_concurrency:.2f}x at "
+                     f"{layout.pool.max_model_len:,}), {layout.name}" + ("" if layout.fits else f"; {layout.why_not}"))
+    measured = last_measured(records, name, rig.backend if rig else None)
+    if measured is None or measured.pool_tokens is None:
+        return f"KV pool: {predicted} · measured: no boot of it on this rig yet"
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(measured.when))
+    conc = f" ({measured.max_concurrency:.2f}x)" if measured.max_concurrency else ""
+    return f"KV pool: {predicted} · measured {measured.pool_tokens:,} tokens{conc}, {when}"
 
 
 def load_entries(rig: RigInfo | None, tables: OptionTables) -> tuple[list[ProfileEntry], str | None]:
@@ -45,6 +70,8 @@ def load_entries(rig: RigInfo | None, tables: OptionTables) -> tuple[list[Profil
     the UI thread."""
     store = ProfileStore()
     entries = []
+    records = read_history().records
+    totals = tuple(g.memory_total or 0 for g in rig.gpus) if rig else ()
     for name in store.names():
         try:
             profile = store.load(name)
@@ -55,7 +82,12 @@ def load_entries(rig: RigInfo | None, tables: OptionTables) -> tuple[list[Profil
         diagnostics = tuple(validate(profile, table, rig))
         spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table,
                                                                                    tables.default_command)
-        entries.append(ProfileEntry(name, profile, diagnostics, spec, knobs(profile, table).cells(), table))
+        line = ""
+        if spec is not None:
+            if rig is not None:
+                diagnostics += tuple(profile_diagnostics(profile, spec.argv, totals, spec.env))
+            line = pool_line(spec, name, rig, records)
+        entries.append(ProfileEntry(name, profile, diagnostics, spec, knobs(profile, table).cells(), table, line))
     return entries, active_profile_name()
 
 
@@ -153,6 +185,8 @@ class ProfilesScreen(Screen[None]):
             return
         assert entry.table is not None
         out = Text(show_text(entry.profile, entry.table, entry.spec, []))
+        if entry.pool_line:
+            out.append("\n\n" + entry.pool_line)
         active = self.entries.get(self.active or "")
         if entry.spec and active and active.spec and active.name != entry.name:
             out.append("\n\n" + diff_text(launch_diff(active.spec, entry.spec), active.name))
