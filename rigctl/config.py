@@ -44,6 +44,11 @@ class Settings:
     docker_image: str = "vllm/vllm-openai:v0.33.0"
     docker_container: str = "rigctl-vllm"
     docker_hf_cache: str = "~/.cache/huggingface"
+    prometheus_url: str = ""  # empty: the serving record is rigctl's own (record.sqlite)
+    record_interval: float = 10.0  # seconds per row of the serving record (TUI and `rigctl record`)
+    record_warmup: float = 300.0  # seconds of a boot's first traffic left out of its comparable hit rate
+    record_min_prefix_queries: float = 20000.0  # prefix tokens queried before a hit rate is compared
+    record_regression_points: float = 0.10  # a fall of the hit rate this large (0.10: 10 points) is flagged
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
 
@@ -56,6 +61,9 @@ LAYOUT: dict[str, dict[str, str]] = {
     "tui": {"rig_interval": "rig_interval", "metrics_interval": "metrics_interval", "theme": "theme"},
     "systemd": {"unit": "systemd_unit", "user": "systemd_user", "dropin_dir": "systemd_dropin_dir"},
     "docker": {"image": "docker_image", "container": "docker_container", "hf_cache": "docker_hf_cache"},
+    "prometheus": {"url": "prometheus_url"},
+    "record": {"interval": "record_interval", "warmup_s": "record_warmup", "min_prefix_queries":
+               "record_min_prefix_queries", "regression_points": "record_regression_points"},
 }
 ENV = {"RIGCTL_LAUNCHER": "launcher", "RIGCTL_VLLM_COMMAND": "vllm_command", "RIGCTL_BOOT_TIMEOUT": "boot_timeout",
        "RIGCTL_ENDPOINT": "endpoint", "RIGCTL_THEME": "theme", "RIGCTL_PROFILES_DIR": "profiles_dir"}
@@ -84,6 +92,8 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         return value
     if not isinstance(value, str):
         raise BadInputError(f"{where}: must be a string")
+    if name == "prometheus_url" and not value.startswith(("http://", "https://")):
+        raise BadInputError(f"{where}: must be an http(s) URL, e.g. \"http://127.0.0.1:9090\"")
     if name == "launcher" and value not in LAUNCHERS:
         raise BadInputError(f"{where}: {value!r} is not one of {', '.join(LAUNCHERS)}")
     return value

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import psutil
-
 from rigctl.bench.loadgen import LoadTarget, RequestOptions, RequestResult, run_load, schedule
 from rigctl.bench.plan import Workload
 from rigctl.bench.rawdir import RawDir
@@ -26,7 +24,7 @@ from rigctl.bench.workload import Prompts, arrivals
 from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
-from rigctl.gpu.model import RigSnapshot
+from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve.statefiles import ServerRecord
 
@@ -88,21 +86,6 @@ def _scrape(client: EngineClient) -> tuple[str | None, EngineSnapshot | None]:
         return text, snapshot(parse(text, names=SNAPSHOT_NAMES), time.time())
     except ExpositionError:
         return text, None
-
-
-def serving_gpus(rig: RigSnapshot | None, pid: int | None) -> tuple[int, ...]:
-    """The GPUs the server's processes hold (all of them when that cannot be seen)."""
-    if rig is None:
-        return ()
-    every = tuple(s.index for s in rig.samples)
-    if pid is None:
-        return every
-    try:
-        family = {pid} | {child.pid for child in psutil.Process(pid).children(recursive=True)}
-    except psutil.Error:
-        return every
-    held = tuple(s.index for s in rig.samples if any(p.pid in family for p in s.processes or ()))
-    return held or every
 
 
 class _Watcher(threading.Thread):

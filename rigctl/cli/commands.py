@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "metrics": ("metrics", "engine figures from vLLM's /metrics: KV, prefix cache, tok/s, latency"),
     "bench": ("bench", "a gated control-candidate-control benchmark between two profiles; report, list"),
     "fit": ("fit", "will a profile fit, its KV pool, and TP or DP for this rig (predicted, vLLM's arithmetic)"),
+    "record": ("record", "keep the serving record headless: a row every 10 s of what the served profile did"),
+    "report": ("report", "what each profile did while it served, side by side (from the record or Prometheus)"),
     "config": ("config_cmd", "the effective settings and where each came from"),
     "demo": ("tui", "the TUI on a simulated rig serving a shipped profile (no GPU needed)"),
 }

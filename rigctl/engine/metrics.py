@@ -83,6 +83,7 @@ HISTOGRAMS = {
     "tpot": ("request_time_per_output_token_seconds",),
     "e2e": ("e2e_request_latency_seconds",),
     "queue": ("request_queue_time_seconds",),
+    "prefill": ("request_prefill_time_seconds",),
 }
 
 # Every family snapshot() reads: the dashboard's scrape parses these and skips the rest.

@@ -1,0 +1,58 @@
+"""rigctl record: keep the serving record headless (for boxes where nobody keeps the TUI open)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from rigctl.cli import common
+from rigctl.errors import BadInputError
+
+
+def register(sub: Any) -> None:
+    p = common.add_command(sub, "record")
+    p.add_argument("--interval", type=float, metavar="S", help="seconds per row (default: [record] interval, 10)")
+    p.add_argument("--retention-days", type=float, default=30.0, metavar="D", help="rows older are dropped (30)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print a line per row written")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rigctl.config import load_settings
+    from rigctl.errors import NoDriverError
+    from rigctl.record.recorder import Recorder, ServingSource
+    from rigctl.record.store import RecordWriter
+
+    args.interval = args.interval or load_settings().record_interval
+    if not 0.5 <= args.interval <= 3600:
+        raise BadInputError("--interval must be between 0.5 and 3600 seconds")
+    if args.retention_days <= 0:
+        raise BadInputError("--retention-days must be positive")
+    writer = RecordWriter(retention_days=args.retention_days)  # RecorderBusy (exit 1) when another one writes
+    try:
+        sampler = common.open_sampler(args, with_host=False)
+    except NoDriverError:
+        sampler = None  # the engine's figures still; no energy
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+    def said(row: Any) -> None:
+        if args.verbose:
+            print(f"{row.profile}: {row.requests:.0f} requests, {row.counts.get('prefix_queries', 0):,.0f} prefix "
+                  f"tokens queried in {row.seconds:.1f} s", flush=True)
+
+    print(f"recording to {writer.path} every {args.interval:g} s" + ("" if sampler else " (no GPU: no energy)"),
+          file=sys.stderr, flush=True)
+    source = ServingSource(sampler)
+    recorder = Recorder(writer, source, args.interval, said)
+    try:
+        recorder.run(stop)
+    finally:
+        source.close()
+        writer.close()
+    print(f"stopped: {recorder.rows_written} rows written", file=sys.stderr)
+    return 0

@@ -1,0 +1,123 @@
+"""rigctl report: what each profile did while it served, side by side, from the record (or
+from Prometheus when `[prometheus] url` is set)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from datetime import datetime
+from typing import Any
+
+from rigctl import fmt
+from rigctl.cli import common
+from rigctl.errors import BadInputError
+
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def register(sub: Any) -> None:
+    p = common.add_command(sub, "report")
+    p.add_argument("profiles", nargs="*", metavar="PROFILE", help="the profiles to compare (default: all that served)")
+    p.add_argument("--since", metavar="T", help="e.g. 24h, 7d, or 2026-11-30 or 2026-11-30T14:00")
+    p.add_argument("--until", metavar="T", help="as --since (default: now)")
+    p.add_argument("--by-boot", action="store_true", help="one column per boot instead of per profile")
+    p.add_argument("--source", choices=("auto", "record", "prometheus"), default="auto",
+                   help="the record file, or Prometheus ([prometheus] url); auto: Prometheus when configured")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run)
+
+
+def when(text: str | None, flag: str, now: float) -> float | None:
+    if text is None:
+        return None
+    m = DURATION.match(text.strip())
+    if m:
+        return now - float(m.group(1)) * UNIT[m.group(2)]
+    try:
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        raise BadInputError(f"{flag} {text!r}: give a duration (30m, 24h, 7d) or a date (2026-11-30[T14:00])") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from rigctl.config import load_settings
+    from rigctl.record.derive import by_boot, by_profile, thresholds_of
+
+    now = time.time()
+    since, until = when(args.since, "--since", now), when(args.until, "--until", now)
+    if since is not None and until is not None and since >= until:
+        raise BadInputError("--since must be before --until")
+    settings = load_settings()
+    url, limits = settings.prometheus_url, thresholds_of(settings)
+    source = args.source if args.source != "auto" else ("prometheus" if url else "record")
+    if source == "prometheus":
+        if not url:
+            raise BadInputError("--source prometheus needs [prometheus] url in config.toml")
+        from rigctl.record.prometheus import PrometheusSource
+
+        rows = PrometheusSource(url).rows(since if since is not None else now - 86400, until or now)
+        where = url
+    else:
+        from rigctl.record.store import RecordReader
+
+        reader = RecordReader()
+        rows = reader.rows(since, until, args.profiles or None)
+        where = str(reader.path)
+    if args.profiles:
+        known = {r.profile for r in rows}
+        missing = [p for p in args.profiles if p not in known]
+        if missing and not args.json:
+            print(f"note: nothing recorded for {', '.join(missing)} in that window")
+        rows = [r for r in rows if r.profile in args.profiles]
+    asked = [p for p in args.profiles if p in {r.profile for r in rows}] or None
+    columns = by_boot(rows, limits) if args.by_boot else by_profile(rows, asked, limits)
+    if args.json:
+        common.print_json({"source": source, "from": where, "since": since, "until": until or now,
+                           "profiles": [c.to_json() for c in columns]})
+        return 0
+    if not columns:
+        print(f"nothing recorded yet ({where}); run `rigctl record` (or keep the TUI open) while a profile serves")
+        return 0
+    print(render(columns, where))
+    return 0
+
+
+def _mark(column: Any, name: str, text: str) -> str:
+    return f"{text} (few)" if name in column.low_traffic and text != "n/a" else text
+
+
+def render(columns: list[Any], where: str) -> str:
+    head = [""] + [c.profile + (f" [{c.boots[0][:12]}]" if len(c.boots) == 1 and len(columns) > 1 and
+                                 sum(1 for d in columns if d.profile == c.profile) > 1 else "") for c in columns]
+    rows: list[list[str]] = [head]
+
+    def add(label: str, cells: list[str]) -> None:
+        rows.append([label, *cells])
+
+    add("served", [(f"{c.hours_served:.1f} h" if c.hours_served >= 1 else f"{c.hours_served * 60:.0f} min")
+                   + f", {len(c.boots)} boot(s)" for c in columns])
+    add("requests", [_mark(c, "requests", fmt.count(c.requests)) for c in columns])
+    add("KV pool", [f"{c.pool_tokens:,}" if c.pool_tokens else "n/a" for c in columns])
+    add("peak resident context", [f"{c.peak_resident_tokens:,} ({fmt.frac_pct(c.peak_resident_share)})"
+                                  if c.peak_resident_tokens is not None else "n/a" for c in columns])
+    add("preemptions", [fmt.count(c.preemptions) for c in columns])
+    add("prefix hit rate", [_mark(c, "prefix_hit_rate", fmt.frac_pct(c.prefix_hit_rate))
+                            + (" ◀ FELL" if c.regression else "") for c in columns])
+    add("  after warm-up", [_mark(c, "prefix_hit_rate_warm", fmt.frac_pct(c.prefix_hit_rate_warm)) for c in columns])
+    add("truncated / aborted / errors", [f"{c.truncated:,.0f} / {c.aborted:,.0f} / {c.errors:,.0f}" for c in columns])
+    for name, label in (("ttft", "TTFT"), ("prefill", "prefill"), ("tpot", "TPOT"), ("e2e", "e2e")):
+        add(f"{label} mean / p95", [_mark(c, f"{name}_mean_s", f"{fmt.latency(c.latency[name]['mean'])} / "
+                                       f"{fmt.latency(c.latency[name]['p95'])}") for c in columns])
+    add("mean power", [fmt.watts(c.mean_power_w) for c in columns])
+    add("J/token", [f"{c.j_per_token:.2f}" if c.j_per_token is not None else "n/a" for c in columns])
+    add("prefix cache", ["cold (no query)" if c.cold_cache else "used" for c in columns])
+    lines = [fmt.table(rows, "<" + ">" * len(columns)), ""]
+    for c in columns:
+        if c.regression:
+            lines.append(f"warning: {c.regression.describe()}")
+    if any(c.low_traffic for c in columns):
+        lines.append("(few): too little traffic behind that figure to compare on")
+    lines.append(f"from {where}")
+    return "\n".join(lines)
