@@ -39,6 +39,8 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["logs", "-n", "5"], 0),
     (["history"], 0),
     (["bench", "list"], 0),
+    (["report"], 0),
+    (["record", "--interval", "0.1"], 2),  # refused before it runs: a recorder never ends by itself
     (["fit", "--config", str(FIXTURES.parent / "fit/tiny-qwen2.config.json"), "--max-model-len", "2048"], 0),
     (["restart"], 0),
     (["stop"], 0),
