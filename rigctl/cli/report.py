@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
             raise BadInputError("--source prometheus needs [prometheus] url in config.toml")
         from rigctl.record.prometheus import PrometheusSource
 
-        rows = PrometheusSource(url).rows(since if since is not None else now - 86400, until or now)
+        source_rows = PrometheusSource(url, min_step=settings.record_interval)
+        rows = source_rows.rows(since if since is not None else now - 86400, until or now)
         where = url
     else:
         from rigctl.record.store import RecordReader

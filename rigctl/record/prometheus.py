@@ -35,8 +35,8 @@ def _names() -> list[str]:
 
 
 class PrometheusSource:
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
-        self.url, self.timeout = url.rstrip("/"), timeout
+    def __init__(self, url: str, timeout: float = 30.0, min_step: float = 10.0) -> None:
+        self.url, self.timeout, self.min_step = url.rstrip("/"), timeout, min_step
 
     def _range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         import httpx
@@ -56,7 +56,7 @@ class PrometheusSource:
         return result if isinstance(result, list) else []
 
     def rows(self, start: float, end: float, step: float | None = None) -> list[Row]:
-        step = step or max(10.0, math.ceil((end - start) / MAX_POINTS))
+        step = step or max(self.min_step, math.ceil((end - start) / MAX_POINTS))
         pattern = "|".join(sorted(_names()))
         keep = ", ".join(("__name__", *KEEP_LABELS))
         series = self._range(f'sum by ({keep}) ({{__name__=~"vllm:({pattern})"}})', start, end, step)
