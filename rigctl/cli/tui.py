@@ -42,7 +42,7 @@ def run_tui(args: argparse.Namespace, initial: str | None = None) -> int:
     ctx.sampler = type(ctx.sampler)(ctx.sampler.backend)  # the TUI header wants host figures too
     try:
         make_app(ctx.sampler, ctx, settings=ctx.settings, poll_interval=ctx.settings.rig_interval,
-                 initial_switch=initial).run()
+                 initial_switch=initial, record=True).run()
     finally:
         ctx.sampler.close()
     return 0

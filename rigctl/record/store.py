@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -40,7 +41,9 @@ def record_path() -> Path:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=10, isolation_level=None)
+    # one connection, used by whichever thread records (the TUI's, or the main thread headless);
+    # RecordWriter serialises its use
+    db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash keeps every committed row but the last
     db.execute("""CREATE TABLE IF NOT EXISTS samples (
@@ -123,9 +126,21 @@ class RecordWriter:
             raise RecorderBusy(f"another recorder (pid {holder}) is writing {self.path}; one at a time") from None
         os.ftruncate(self._lock, 0)
         os.pwrite(self._lock, f"{os.getpid()}\n".encode(), 0)
-        self.db = _connect(self.path)
+        try:
+            self.db = _connect(self.path)
+        except sqlite3.Error as exc:
+            os.close(self._lock)
+            raise RigctlError(f"{self.path}: cannot open the record ({exc})") from exc
+        self._use = threading.Lock()
 
     def add(self, row: Row) -> None:
+        with self._use:
+            try:
+                self._insert(row)
+            except sqlite3.Error as exc:
+                raise RigctlError(f"{self.path}: a row could not be written ({exc})") from exc
+
+    def _insert(self, row: Row) -> None:
         self.db.execute(f"INSERT INTO samples VALUES ({','.join('?' * len(COLUMNS))})", _values(row))
 
     def compact(self, now: float | None = None) -> tuple[int, int]:
@@ -133,7 +148,7 @@ class RecordWriter:
         (rows downsampled, rows dropped). One transaction: a kill mid-way changes nothing."""
         now = time.time() if now is None else now
         cutoff, oldest = now - RAW_KEEP_S, now - self.retention_days * 86400
-        with self._transaction():
+        with self._use, self._transaction():
             dropped = self.db.execute("DELETE FROM samples WHERE ts <= ?", (oldest,)).rowcount
             old = [_row(tuple(v)) for v in self.db.execute(
                 f"SELECT {', '.join(COLUMNS)} FROM samples WHERE resolution < ? AND ts <= ? ORDER BY ts",
@@ -143,12 +158,15 @@ class RecordWriter:
                 groups[(row.profile, row.boot, int(row.ts // DOWNSAMPLED_S))].append(row)
             self.db.execute("DELETE FROM samples WHERE resolution < ? AND ts <= ?", (DOWNSAMPLED_S, cutoff))
             for rows in groups.values():
-                self.add(downsample(rows))
+                self._insert(downsample(rows))
         return len(old), dropped
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise RigctlError(f"{self.path}: the record could not be compacted ({exc})") from exc
         try:
             yield
         except BaseException:
@@ -157,7 +175,8 @@ class RecordWriter:
         self.db.execute("COMMIT")
 
     def close(self) -> None:
-        self.db.close()
+        with self._use:
+            self.db.close()
         os.close(self._lock)
 
 

@@ -21,6 +21,8 @@ from rigctl.gpu.sampler import RigSampler
 from rigctl.jsonio import DamagedFile
 from rigctl.monitor import Monitor
 from rigctl.profiles.vllm_version import OptionTables
+from rigctl.record.background import BackgroundRecorder
+from rigctl.record.derive import Regression
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.serving import ServingStatus
@@ -66,7 +68,7 @@ class RigApp(App[None]):
     ]
 
     def __init__(self, sampler: RigSampler, serve: ServeContext | None = None, settings: Settings | None = None,
-                 poll_interval: float | None = 1.0, initial_switch: str | None = None) -> None:
+                 poll_interval: float | None = 1.0, initial_switch: str | None = None, record: bool = False) -> None:
         super().__init__()
         self.sampler = sampler
         self.serve = serve
@@ -89,6 +91,7 @@ class RigApp(App[None]):
         self.history = HistoryScreen(id="history")
         self.bench = BenchScreen(id="bench")
         self.boot: BootScreen | None = None
+        self.recorder = BackgroundRecorder(sampler, self.settings, self._hit_rate_fell) if record else None
         if serve is not None:
             serve.on_event = self._switch_event
 
@@ -105,12 +108,21 @@ class RigApp(App[None]):
                                                      max(self.poll_interval, self.settings.metrics_interval))
         else:
             self.poll_now()
+        if self.recorder is not None:
+            self.recorder.start()  # False when a headless `rigctl record` writes: it records for us
         if self.initial_switch:
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 
     def on_unmount(self) -> None:
         self._wake.set()  # the poll loop sees it is cancelled now, not at its next tick
         self.monitor.close()
+        if self.recorder is not None:
+            self.recorder.stop()
+
+    def _hit_rate_fell(self, regression: Regression) -> None:
+        """From the recorder's thread, once per boot."""
+        self.call_from_thread(self.notify, regression.describe(), title="hit-rate regression", severity="warning",
+                              timeout=30)
 
     # -- theme -------------------------------------------------------------------------
 
@@ -365,5 +377,7 @@ def initial_theme(settings: Settings, color_system: str | None) -> str:
 
 
 def make_app(sampler: RigSampler, serve: ServeContext | None = None, poll_interval: float | None = 1.0,
-             initial_switch: str | None = None, settings: Settings | None = None) -> RigApp:
-    return RigApp(sampler, serve, settings=settings, poll_interval=poll_interval, initial_switch=initial_switch)
+             initial_switch: str | None = None, settings: Settings | None = None, record: bool = False) -> RigApp:
+    """`record`: keep the serving record while the app runs (the CLI's TUI does; tests opt in)."""
+    return RigApp(sampler, serve, settings=settings, poll_interval=poll_interval, initial_switch=initial_switch,
+                  record=record)

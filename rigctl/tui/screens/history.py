@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import time
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from rigctl import fmt
 from rigctl.serve.boots import BootRecord, read_all
@@ -30,11 +32,15 @@ class HistoryScreen(Screen[None]):
                 Binding("ctrl+r", "reload", "Reload", tooltip="read history.jsonl again")]
 
     def compose(self) -> ComposeResult:
-        yield Static("boots recorded by rigctl (history.jsonl), newest first", id="history-title")
-        table: DataTable[str] = DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-        for column in COLUMNS:
-            table.add_column(column, key=column)
-        yield table
+        with TabbedContent(initial="boots", id="history-tabs"):
+            with TabPane("Boots", id="boots"):
+                yield Static("boots recorded by rigctl (history.jsonl), newest first", id="history-title")
+                table: DataTable[str] = DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+                for column in COLUMNS:
+                    table.add_column(column, key=column)
+                yield table
+            with TabPane("Served (7 days)", id="served"), VerticalScroll():
+                yield Static("reading the serving record...", id="served-report")
         yield Footer()
 
     def on_screen_resume(self) -> None:
@@ -47,6 +53,7 @@ class HistoryScreen(Screen[None]):
     def _load(self) -> None:
         records = read_all()
         self.app.call_from_thread(self._show, records)
+        self.app.call_from_thread(self._show_served, served_text())
 
     def _show(self, records: list[BootRecord]) -> None:
         table = self.query_one(DataTable)
@@ -56,3 +63,26 @@ class HistoryScreen(Screen[None]):
         title = self.query_one("#history-title", Static)
         title.update(f"{len(records)} boots recorded by rigctl, newest first" if records else
                      "no boots recorded yet: a switch that reaches ready adds a row here")
+
+    def _show_served(self, text: str) -> None:
+        self.query_one("#served-report", Static).update(Text(text))
+
+
+def served_text(days: float = 7.0) -> str:
+    """`rigctl report --since 7d`, as text: what each profile did while it served."""
+    from rigctl.config import load_settings
+    from rigctl.errors import RigctlError
+    from rigctl.record.derive import by_profile, thresholds_of
+    from rigctl.record.store import RecordReader
+    from rigctl.record.table import render
+
+    reader = RecordReader()
+    try:
+        rows = reader.rows(since=time.time() - days * 86400)
+        limits = thresholds_of(load_settings())
+    except RigctlError as exc:
+        return str(exc)
+    if not rows:
+        return (f"nothing recorded yet ({reader.path}): the TUI records while it runs, or run `rigctl record` "
+                "where nobody keeps it open")
+    return render(by_profile(rows, limits=limits), str(reader.path))

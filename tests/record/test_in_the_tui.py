@@ -1,0 +1,70 @@
+"""The record in the TUI: the History screen's served tab shows the report from the record, and
+the background recorder notifies once when a switch collapsed the hit rate; it stands aside
+when a headless recorder writes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static, TabbedContent
+
+from rigctl.config import load_settings
+from rigctl.record.background import BackgroundRecorder
+from rigctl.record.derive import Regression
+from rigctl.record.store import RecordWriter
+from tests.record.test_derive import row
+from tests.tui.helpers import settle
+from tests.tui.test_profiles_screen import app_on
+
+
+def fill(writer: RecordWriter, now: float) -> list:  # type: ignore[type-arg]
+    rows = [row(now - 3000 + 10 * i, "good", "b1", 10_000, 9_700, usage=0.5, requests=3) for i in range(100)]
+    rows += [row(now - 1000 + 10 * i, "nocache", "b2", 10_000, 500, usage=0.4, requests=3) for i in range(40)]
+    for r in rows:
+        writer.add(r)
+    return rows
+
+
+def test_the_history_screen_has_a_served_tab_with_the_report(isolated_dirs: Path) -> None:
+    import time
+
+    writer = RecordWriter()
+    fill(writer, time.time())
+    writer.close()
+    app = app_on("2x3090-nvlink")
+
+    async def scenario() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("h")
+            await settle(app, pilot)
+            app.screen.query_one(TabbedContent).active = "served"
+            await settle(app, pilot)
+            text = str(app.screen.query_one("#served-report", Static).content)
+            assert "good" in text and "nocache" in text and "prefix hit rate" in text and "97.0%" in text
+            assert "◀ FELL" in text and "warning: prefix hit rate fell from 97.0% (good) to 5.0% (nocache)" in text
+
+    asyncio.run(scenario())
+
+
+def test_the_background_recorder_notifies_once_per_boot_and_stands_aside_for_another(
+        isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import rigctl.record.background as background
+
+    monkeypatch.setattr(background, "CHECK_EVERY_S", 0.0)
+    said: list[Regression] = []
+    recorder = BackgroundRecorder(None, load_settings(), said.append)
+    assert recorder.start()
+    assert recorder._writer is not None
+    rows = fill(recorder._writer, time.time())
+    recorder._row(rows[-1])
+    recorder._row(rows[-1])  # judged: said once
+    assert len(said) == 1 and said[0].previous == "good" and said[0].current == "nocache"
+    second = BackgroundRecorder(None, load_settings(), said.append)
+    assert not second.start() and second.busy_note and "another recorder (pid " in second.busy_note
+    recorder.stop()
+    assert second.start()
+    second.stop()
