@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rigctl.engine.client import EngineClient, EngineHTTPError
-from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, P, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.sampler import RigSampler
@@ -24,6 +24,8 @@ from rigctl.record.store import RecordWriter
 from rigctl.serve.statefiles import ServerRecord, read_record
 
 COMPACT_EVERY_S = 3600
+GAUGE_NAMES = frozenset(P + n for n in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
+                                        "gpu_cache_usage_perc", "cache_config_info"))
 
 
 def boot_key(record: ServerRecord) -> str:
@@ -47,7 +49,9 @@ class ServingSource:
         self._client: EngineClient | None = None
         self._url = ""
 
-    def __call__(self) -> Observation | None:
+    def __call__(self, full: bool = True) -> Observation | None:
+        """`full`: every family the row needs, and the GPUs' energy (an interval's ends); else the
+        gauges alone (the samples between), which costs a fraction of a full read."""
         record = read_record()
         if record is None:
             return None
@@ -56,11 +60,12 @@ class ServingSource:
             self._client, self._url = EngineClient(record.base_url, timeout=2.0), record.base_url
         assert self._client is not None
         try:
-            snap = snapshot(parse(self._client.metrics_text(), names=SNAPSHOT_NAMES), time.time())
+            snap = snapshot(parse(self._client.metrics_text(), names=SNAPSHOT_NAMES if full else GAUGE_NAMES),
+                            time.time())
         except (EngineHTTPError, ExpositionError):
             return None
         energy = None
-        if self.sampler is not None:
+        if full and self.sampler is not None:
             rig = self.sampler.snapshot()
             held = set(serving_gpus(rig, record.pid))
             readings = [s.energy_j for s in rig.samples if s.index in held]
@@ -101,7 +106,7 @@ def _empty(like: EngineSnapshot) -> EngineSnapshot:
 
 
 class Recorder:
-    def __init__(self, writer: RecordWriter, source: Callable[[], Observation | None], interval_s: float = 10.0,
+    def __init__(self, writer: RecordWriter, source: Callable[[bool], Observation | None], interval_s: float = 10.0,
                  on_row: Callable[[Row], None] = lambda row: None) -> None:
         self.writer, self.source, self.interval_s, self.on_row = writer, source, interval_s, on_row
         self.rows_written = 0
@@ -113,7 +118,10 @@ class Recorder:
             if time.monotonic() - last_compact >= COMPACT_EVERY_S:
                 self.writer.compact()
                 last_compact = time.monotonic()
-            seen = self.source()
+            due = current is None or time.monotonic() - current.started >= self.interval_s * 0.999
+            seen = self.source(due)
+            if seen is not None and current is not None and not due and seen.boot != current.begin.boot:
+                seen = self.source(True)  # a new boot: its baseline needs the full read
             if seen is None:
                 current = None  # nothing serves (or it does not answer): the next answer starts afresh
             elif current is None:
@@ -125,7 +133,7 @@ class Recorder:
                 current.gauge(seen.snapshot)
             else:
                 current.gauge(seen.snapshot)
-                if time.monotonic() - current.started >= self.interval_s * 0.999:
+                if due:
                     self._write(current, seen)
                     current = _Interval(seen, time.monotonic())
             stop.wait(self.interval_s / 5)

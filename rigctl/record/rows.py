@@ -5,7 +5,7 @@ that went down (or a new boot) means vLLM restarted, and the row counts from zer
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,29 +13,39 @@ from rigctl.engine.metrics import EngineSnapshot, Histogram
 
 COUNTED = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
 FINISHED = ("stop", "length", "abort", "error")
-TIMED = ("ttft", "prefill", "tpot", "itl", "e2e", "queue")
+TIMED = ("ttft", "prefill", "tpot", "itl", "e2e")  # itl kept only where tpot is not (vLLM before 0.11)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a month of rows builds ~70,000 of these, and frozen init costs 3x
 class Timing:
-    """New observations of one latency histogram in an interval: cumulative bucket counts by
-    upper bound (as Prometheus keeps them), their sum and count."""
+    """New observations of one latency histogram in an interval: their sum and count, and the
+    buckets that gained any, as (lower bound, upper bound, observations). Only buckets with
+    observations are kept (a 10 s interval fills a few of vLLM's ~20), and with both bounds each
+    is self-describing, so quantiles interpolate exactly as Prometheus's histogram_quantile."""
 
     sum: float
     count: float
-    buckets: tuple[tuple[float, float], ...]
+    buckets: Sequence[Sequence[Any]]  # (lower, upper, observations); upper may be math.inf or "+Inf" as stored
 
-    def to_json(self) -> list[object]:
-        return [self.sum, self.count, [[le if math.isfinite(le) else "+Inf", n] for le, n in self.buckets]]
+    def to_json(self) -> list[Any]:
+        return [round(self.sum, 6), self.count, [[lo, _stored(hi), n] for lo, hi, n in self.buckets]]
 
     @staticmethod
     def from_json(raw: list[Any]) -> Timing:
-        total, count, buckets = raw
-        return Timing(float(total), float(count),
-                      tuple((math.inf if le == "+Inf" else float(le), float(n)) for le, n in buckets))
+        # kept as stored ("+Inf" included): a month of rows is read in one go, and converting every
+        # bucket cost more than the rest of the report (benchmarks/bench_record.py)
+        return Timing(raw[0], raw[1], raw[2])
 
 
-@dataclass(frozen=True)
+def _stored(bound: Any) -> Any:
+    return "+Inf" if bound == "+Inf" or (isinstance(bound, float) and math.isinf(bound)) else bound
+
+
+def _upper(bound: Any) -> float:
+    return math.inf if bound == "+Inf" else float(bound)
+
+
+@dataclass(slots=True)  # as Timing: treated as immutable, not frozen for the cost of building many
 class Row:
     ts: float  # the end of the interval (epoch seconds)
     seconds: float
@@ -75,8 +85,13 @@ def _timing(before: Histogram | None, after: Histogram | None, restarted: bool) 
         delta_count, delta_sum, base = after.count - before.count, after.sum - before.sum, dict(before.buckets)
     if delta_count <= 0:
         return None
-    buckets = tuple((le, max(0.0, n - base.get(le, 0.0))) for le, n in after.buckets)
-    return Timing(delta_sum, delta_count, buckets)
+    kept, lower, below = [], 0.0, 0.0
+    for le, cumulative in after.buckets:
+        gained = max(0.0, cumulative - base.get(le, 0.0))
+        if gained - below > 0:
+            kept.append((lower, le, gained - below))
+        lower, below = le, max(below, gained)
+    return Timing(delta_sum, delta_count, tuple(kept))
 
 
 def restarted(before: EngineSnapshot, after: EngineSnapshot) -> bool:
@@ -99,6 +114,8 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, profile: str, boot: 
             finished[reason] = gained
     timings = {}
     for name in TIMED:
+        if name == "itl" and "tpot" in after.histograms:
+            continue
         timing = _timing(before.histograms.get(name), after.histograms.get(name), fresh)
         if timing is not None:
             timings[name] = timing
@@ -107,29 +124,33 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, profile: str, boot: 
 
 
 def merge_timings(timings: Iterable[Timing]) -> Timing | None:
-    """Observations of several intervals together (bucket bounds are the engine's, the same in each)."""
+    """Observations of several intervals together (the engine's bucket bounds are the same in each)."""
     total = count = 0.0
-    buckets: dict[float, float] = {}
+    buckets: dict[tuple[Any, Any], float] = {}
     for timing in timings:
         total += timing.sum
         count += timing.count
-        for le, n in timing.buckets:
-            buckets[le] = buckets.get(le, 0.0) + n
-    return Timing(total, count, tuple(sorted(buckets.items()))) if count else None
+        for lo, hi, n in timing.buckets:
+            key = (lo, _stored(hi))
+            buckets[key] = buckets.get(key, 0.0) + n
+    if not count:
+        return None
+    ordered = sorted(buckets.items(), key=lambda item: _upper(item[0][1]))
+    return Timing(total, count, tuple((lo, _upper(hi), n) for (lo, hi), n in ordered))
 
 
 def quantile(timing: Timing, q: float) -> float | None:
-    """Prometheus's histogram_quantile: linear inside the bucket that holds the rank."""
-    if not timing.count or not timing.buckets:
+    """Prometheus's histogram_quantile: linear inside the bucket that holds the rank; a rank in
+    the +Inf bucket is that bucket's lower bound."""
+    observed = sum(n for _, _, n in timing.buckets)
+    if not observed:
         return None
-    rank = q * timing.buckets[-1][1]
-    lower_bound, lower_count = 0.0, 0.0
-    for le, cumulative in timing.buckets:
-        if cumulative >= rank:
-            if math.isinf(le):
-                return lower_bound  # the rank is in the +Inf bucket: the highest finite bound
-            if cumulative == lower_count:
-                return le
-            return lower_bound + (le - lower_bound) * (rank - lower_count) / (cumulative - lower_count)
-        lower_bound, lower_count = le, cumulative
-    return lower_bound
+    rank, seen = q * observed, 0.0
+    for lo, stored, n in sorted(timing.buckets, key=lambda b: _upper(b[1])):
+        hi = _upper(stored)
+        if seen + n >= rank:
+            if math.isinf(hi):
+                return float(lo)
+            return float(lo + (hi - lo) * (rank - seen) / n)
+        seen += n
+    return _upper(timing.buckets[-1][1])

@@ -38,8 +38,7 @@ def test_an_interval_counts_the_increase_and_a_restart_counts_from_zero() -> Non
     r = interval(a, b, "p", "boot1", seconds=10, kv_usage_max=0.4, kv_usage_seconds=3.0, running_max=2,
                  waiting_max=0, energy_j=900)
     assert r.counts["prefix_queries"] == 500 and r.counts["prefix_hits"] == 300 and r.finished == {"stop": 1}
-    assert r.timings["ttft"].count == 1 and r.timings["ttft"].buckets == ((0.1, 0.0), (0.5, 0.0), (1.0, 1.0),
-                                                                          (math.inf, 1.0))
+    assert r.timings["ttft"].count == 1 and r.timings["ttft"].buckets == ((0.5, 1.0, 1.0),)  # only what gained
     # vLLM restarted between the scrapes: its counters start again from zero
     c = snap(30, 200, 50, start=1025.0, ttft=(0.2,), finished=1)
     r2 = interval(b, c, "p", "boot2", seconds=10, kv_usage_max=None, kv_usage_seconds=0, running_max=None,
@@ -85,11 +84,12 @@ def test_a_switch_that_collapses_the_hit_rate_is_a_regression_once_traffic_is_co
 
 
 def test_quantiles_are_prometheus_histogram_quantile() -> None:
-    timing = Timing(0, 10, ((0.1, 2.0), (0.5, 6.0), (1.0, 9.0), (math.inf, 10.0)))
+    timing = Timing(0, 10, ((0.0, 0.1, 2.0), (0.1, 0.5, 4.0), (0.5, 1.0, 3.0), (1.0, math.inf, 1.0)))
     assert quantile(timing, 0.5) == pytest.approx(0.1 + 0.4 * (5 - 2) / 4)  # rank 5 in (0.1, 0.5]
     assert quantile(timing, 0.95) == 1.0  # in the +Inf bucket: the highest finite bound
     merged = merge_timings([timing, timing])
-    assert merged is not None and merged.count == 20 and merged.buckets[1] == (0.5, 12.0)
+    assert merged is not None and merged.count == 20 and merged.buckets[1] == (0.1, 0.5, 8.0)
+    assert quantile(merged, 0.5) == quantile(timing, 0.5)
 
 
 def test_energy_becomes_mean_power_and_joules_per_token_over_metered_rows_only() -> None:
