@@ -20,7 +20,8 @@ def render(columns: Sequence[ServedFigures], where: str) -> str:
     def add(label: str, cells: list[str]) -> None:
         rows.append([label, *cells])
 
-    add("served", [(f"{c.hours_served:.1f} h" if c.hours_served >= 1 else f"{c.hours_served * 60:.0f} min")
+    add("served", [(f"{c.hours_served:.1f} h" if c.hours_served >= 1 else f"{c.hours_served * 60:.0f} min"
+                    if c.hours_served >= 1 / 60 else f"{c.hours_served * 3600:.0f} s")
                    + f", {len(c.boots)} boot(s)" for c in columns])
     add("requests", [_mark(c, "requests", fmt.count(c.requests)) for c in columns])
     add("KV pool", [f"{c.pool_tokens:,}" if c.pool_tokens else "n/a" for c in columns])
