@@ -13,7 +13,7 @@ from textual.widgets import Static, TabbedContent
 from rigctl.config import load_settings
 from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
-from rigctl.record.store import RecordWriter
+from rigctl.record.store import RecorderBusy, RecordWriter
 from tests.record.test_derive import row
 from tests.tui.helpers import settle
 from tests.tui.test_profiles_screen import app_on
@@ -68,3 +68,22 @@ def test_the_background_recorder_notifies_once_per_boot_and_stands_aside_for_ano
     recorder.stop()
     assert second.start()
     second.stop()
+
+
+def test_the_app_records_while_it_runs_and_lets_go_when_it_quits(isolated_dirs: Path) -> None:
+    from rigctl.gpu.sampler import RigSampler
+    from rigctl.sim.rig import SimulatedBackend
+    from rigctl.sim.rigspec import load_rig
+    from rigctl.tui.app import make_app
+
+    app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=None, record=True)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert app.recorder is not None and app.recorder.busy_note is None
+            with pytest.raises(RecorderBusy, match="another recorder"):
+                RecordWriter()  # the app holds the record
+
+    asyncio.run(scenario())
+    RecordWriter().close()  # let go on exit
