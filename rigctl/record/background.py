@@ -30,6 +30,7 @@ class BackgroundRecorder:
         self._judged: set[str] = set()
         self._checked = 0.0
         self.busy_note: str | None = None  # why this one does not record (another recorder writes)
+        self.problem: str | None = None  # why the record cannot be kept at all (a damaged file, a full disk)
 
     def start(self) -> bool:
         try:
@@ -38,7 +39,7 @@ class BackgroundRecorder:
             self.busy_note = str(exc)
             return False
         except (OSError, RigctlError) as exc:
-            self.busy_note = f"the serving record is not kept: {exc}"
+            self.problem = f"the serving record is not kept: {exc}"
             return False
         source = ServingSource(self.sampler)
         recorder = Recorder(self._writer, source, self.settings.record_interval, self._row)
@@ -47,7 +48,7 @@ class BackgroundRecorder:
             try:
                 recorder.run(self._stop)
             except RigctlError as exc:  # a full disk, a damaged file: the record stops, the TUI does not
-                self.busy_note = f"the serving record stopped: {exc}"
+                self.problem = f"the serving record stopped: {exc}"
             finally:
                 source.close()
 

@@ -137,7 +137,8 @@ class RecordWriter:
             self.db = _connect(self.path)
         except sqlite3.Error as exc:
             os.close(self._lock)
-            raise RigctlError(f"{self.path}: cannot open the record ({exc})") from exc
+            raise RigctlError(f"{self.path}: cannot open the record ({exc}); "
+                              "move it away and a new one starts") from exc
         self._use = threading.Lock()
 
     def add(self, row: Row) -> None:

@@ -108,8 +108,9 @@ class RigApp(App[None]):
                                                      max(self.poll_interval, self.settings.metrics_interval))
         else:
             self.poll_now()
-        if self.recorder is not None:
-            self.recorder.start()  # False when a headless `rigctl record` writes: it records for us
+        if self.recorder is not None and not self.recorder.start() and self.recorder.problem:
+            # (not started because a headless `rigctl record` writes is fine: it records for us)
+            self.notify(self.recorder.problem, severity="warning", timeout=15)
         if self.initial_switch:
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 

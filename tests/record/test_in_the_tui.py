@@ -87,3 +87,26 @@ def test_the_app_records_while_it_runs_and_lets_go_when_it_quits(isolated_dirs: 
 
     asyncio.run(scenario())
     RecordWriter().close()  # let go on exit
+
+
+def test_a_damaged_record_is_said_once_and_the_tui_goes_on(isolated_dirs: Path) -> None:
+    from rigctl.gpu.sampler import RigSampler
+    from rigctl.sim.rig import SimulatedBackend
+    from rigctl.sim.rigspec import load_rig
+    from rigctl.tui.app import make_app
+
+    state = isolated_dirs / "state" / "rigctl"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "record.sqlite").write_text("not a database\n")
+    app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=None, record=True)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert app.recorder is not None and app.recorder.problem is not None
+            assert "move it away and a new one starts" in app.recorder.problem
+            assert any("the serving record is not kept" in str(n.message) for n in app._notifications)
+            await pilot.press("d")
+            assert app.screen.id == "dashboard"
+
+    asyncio.run(scenario())
