@@ -252,6 +252,9 @@ def _print(args: argparse.Namespace, dims: Any, weights: Any, rig: Any, inputs: 
     print(f"correction: {fix.describe()}")
     if shown is not None and shown.pool is not None and shown.pool.shape.linear_layers:
         p = shown.pool
+        print(f"hybrid step: attention block grown to {p.shape.block_size:,} tokens so a page holds a GDN state "
+              f"(padded {p.shape.padding:.2%}); {p.shape.groups} layer groups ({p.shape.attention_layers} attention, "
+              f"{p.shape.linear_layers} GDN) share {p.num_blocks:,} blocks")
         print(f"state: every sequence pins {p.shape.state_blocks_per_seq} blocks ({fmt.mib(p.state_bytes_per_seq)} "
               f"per GPU) whatever its length; the GDN state may use {p.mamba_blocks:,} blocks, max_num_seqs "
               f"{shown.max_num_seqs}")

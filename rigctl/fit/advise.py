@@ -82,6 +82,7 @@ class Layout:
             "mamba_blocks": p.mamba_blocks if p else None, "max_num_seqs": self.max_num_seqs,
             "state_mib_per_seq": round(p.state_bytes_per_seq / 2**20, 1) if p and p.shape.linear_layers else None,
             "groups": p.shape.groups if p else None, "one_request_fits": p.fits_one_request if p else None,
+            "state_page_padding": round(p.shape.padding, 4) if p and p.shape.linear_layers else None,
             "pool_tokens_range": list(self.pool_range) if self.pool_range else None,
             "max_model_len_for": {str(k): v for k, v in self.tiers.items()},
         }

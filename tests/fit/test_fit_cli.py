@@ -61,6 +61,7 @@ def test_a_profile_on_two_4090s_is_advised_to_split_with_every_layout_predicted(
     assert "all figures PREDICTED" in text.stdout and "TP2/DP1 *" in text.stdout
     assert "recommended: TP2/DP1: the weights take" in text.stdout
     assert "every sequence pins 15 blocks (398 MiB per GPU)" in text.stdout
+    assert "17 layer groups (17 attention, 48 GDN)" in text.stdout and split["state_page_padding"] > 0
 
 
 def test_tp_and_dp_given_give_that_layout_alone_and_solve_max_len_prints_the_tiers(hub: Path) -> None:

@@ -28,6 +28,7 @@ def test_hybrid_27b_at_tp2_without_mtp_is_exact_to_the_token() -> None:
     assert (shape.block_size, shape.groups, result.num_blocks, result.tokens) == (1568, 16, 208, 302_921)
     assert f"{result.max_concurrency:.2f}" == "2.31"
     assert result.mamba_blocks == 208 and result.fits_one_request
+    assert f"{shape.padding:.2%}" == "0.13%"  # vLLM: "Padding mamba page size by 0.13%"
 
 
 def test_hybrid_moe_at_tp1_is_exact_to_the_token_for_the_facts_row_and_the_real_log() -> None:
