@@ -32,6 +32,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "real_vllm" in str(item.fspath):
             item.add_marker(pytest.mark.real_vllm)
+            # a real boot is half a minute on 2 cores, a rollback two of them, a bench run six:
+            # the suite's 120 s would cut them short on a loaded machine
+            item.add_marker(pytest.mark.timeout(900))
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
 
