@@ -43,8 +43,17 @@ def test_a_real_aba_run_promotes_batching_with_a_proven_cold_cache(real: RealRig
     plan.write_text(PLAN)
     done = real.rigctl("bench", str(plan), "--json", timeout=900)
     data = json.loads(done.stdout)
-    assert done.returncode == 0, done.stderr + json.dumps({k: data.get(k) for k in ("verdict", "reason")})
-    assert data["verdict"] == "promote" and data["control_drift"] < 0.30
+    said = done.stderr + json.dumps({k: data.get(k) for k in ("verdict", "reason", "change", "control_drift")})
+    rates = [arm["output_tok_per_s"] for arm in data["arms"]]
+    # batching wins by far more than the gate: the candidate beats both controls whatever the VM does
+    assert rates[1] > max(rates[0], rates[2]) * 1.3, (rates, said)
+    assert data["control_drift"] is not None, said  # both controls ran
+    if data["control_drift"] > 0.30:
+        # two cores shared with the whole machine: when the controls themselves disagree this
+        # much the method must say inconclusive rather than promote
+        assert done.returncode == 6 and data["verdict"] == "inconclusive", said
+    else:
+        assert done.returncode == 0 and data["verdict"] == "promote", said
     for arm in data["arms"]:
         assert arm["cold_cache"] is True, arm["cold_detail"]  # the real engine's counters, 0 and 0
         assert arm["completed"] == 24 and arm["failed"] == 0 and arm["warmup_failed"] == 0
