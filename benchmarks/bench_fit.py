@@ -38,7 +38,7 @@ def main() -> None:
     from rigctl.fit.model import load_dims
     from rigctl.fit.weights import estimate
 
-    config = ROOT / "tests/fixtures/fit/qwen3.6-27b.config.json"
+    config = ROOT / "rigctl/fit/configs/qwen3.6-27b.json"
     with tempfile.TemporaryDirectory() as home:
         snapshot = Path(home) / "hub/models--Qwen--Qwen3.6-27B-AWQ/snapshots/x"
         snapshot.mkdir(parents=True)

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.fit.advise import layouts, recommend
     from rigctl.fit.build import inputs_for, weights_for
     from rigctl.fit.calibrate import correction, last_measured
-    from rigctl.fit.inputs import LaunchOptions, model_dir_or_error, options_from_launch
+    from rigctl.fit.inputs import LaunchOptions, find_model_dir, model_dir_or_error, options_from_launch, shipped_config
     from rigctl.fit.model import load_dims
 
     _check_ranges(args)
@@ -76,12 +76,20 @@ def run(args: argparse.Namespace) -> int:
                           batched_tokens=args.max_num_batched_tokens, eager=args.enforce_eager)
     if args.no_prefix_caching:
         options = options.but(prefix_caching=False)
+    config_source = None
     if args.config is not None:
-        model_dir = args.config.parent if args.config.name == "config.json" else args.config
+        model_dir: Path | None = args.config.parent if args.config.name == "config.json" else args.config
         dims = load_dims(args.config, options.model or str(args.config))
+        config_source = str(args.config)
+    elif options.model and find_model_dir(options.model) is None and shipped_config(options.model):
+        shipped = shipped_config(options.model)
+        assert shipped is not None
+        model_dir, dims = None, load_dims(shipped, options.model)
+        config_source = f"rigctl's copy of its config.json ({options.model} is not on this machine)"
     else:
         model_dir = model_dir_or_error(options.model)
         dims = load_dims(model_dir, options.model or "")
+        config_source = str(model_dir / "config.json")
     rig = _rig(args, args.available_kv_gib is not None or options.kv_cache_memory_bytes is not None)
     totals = tuple(g.memory_total or 0 for g in rig.gpus)
     from rigctl.serve.boots import read_history
@@ -93,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return _record_budget(record, totals, cache)
 
     fix = correction(records, rig.backend, predicted_budget)
-    weights = weights_for(dims, options, model_dir if model_dir.is_dir() else None, args.weights_gib)
+    weights = weights_for(dims, options, model_dir if model_dir and model_dir.is_dir() else None, args.weights_gib)
     inputs = inputs_for(options, dims, weights, totals, rig.gpus[0].name if rig.gpus else "GPU", fix.gib,
                         args.available_kv_gib)
     only = (args.tp, args.dp) if args.tp or args.dp else (None, None)
@@ -105,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     own = next((lay for lay in found if (lay.tp, lay.dp) == (options.tp, options.dp)), None)
     if args.json:
         common.print_json({
-            "predicted": True, "profile": profile_name, "model": _model_json(dims), "rig": rig.backend,
+            "predicted": True, "profile": profile_name, "model": {**_model_json(dims), "config": config_source},
+            "rig": rig.backend,
             "gpus": [{"name": g.name, "memory_total_gib": round((g.memory_total or 0) / 2**30, 2)} for g in rig.gpus],
             "weights": {"gib": round(weights.main_bytes / 2**30, 2), "mtp_gib": round(weights.mtp_bytes / 2**30, 2),
                         "source": weights.source},
@@ -122,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
                                                         for n in (1, 2, 4)))
         return 0
     _print(args, dims, weights, rig, inputs, found, advice, own if profile_name else None, measured, fix, options)
+    print(f"config: {config_source}", file=sys.stderr)
     return 0
 
 

@@ -14,7 +14,7 @@ from rigctl.errors import BadInputError
 from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
 from rigctl.fit.budget import GIB
 from rigctl.fit.build import inputs_for, weights_for
-from rigctl.fit.inputs import LaunchOptions, find_model_dir, options_from_launch
+from rigctl.fit.inputs import LaunchOptions, find_model_dir, options_from_launch, shipped_config
 from rigctl.fit.model import load_dims
 from rigctl.profiles.schema import Diagnostic, Profile
 
@@ -32,15 +32,17 @@ def _key(layout: Layout) -> str:
     return "max_num_seqs" if layout.why_not and "max_num_seqs" in layout.why_not else "max_model_len"
 
 
-def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> FitInputs | str:
-    """The advisor's inputs for this command line, or why there are none."""
+def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...], shipped_too: bool = False) -> FitInputs | str:
+    """The advisor's inputs for this command line, or why there are none. `shipped_too`: without
+    the model on disk, rigctl's copy of a known model's config (to show, never to refuse by)."""
     if not options.model:
         return "no model"
     model_dir = find_model_dir(options.model)
-    if model_dir is None:
+    config = model_dir or (shipped_config(options.model) if shipped_too else None)
+    if config is None:
         return f"no config.json for {options.model} here"
     try:
-        dims = load_dims(model_dir)
+        dims = load_dims(config)
     except BadInputError as exc:
         return str(exc)
     return inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals)
@@ -48,7 +50,7 @@ def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> FitInputs | 
 
 def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Layout | str:
     """The profile's own layout on this rig, predicted; or why it cannot be."""
-    inputs = _inputs(options, gpu_totals)
+    inputs = _inputs(options, gpu_totals, shipped_too=True)
     if isinstance(inputs, str):
         return inputs
     if not gpu_totals and inputs.available_kv_bytes is None:

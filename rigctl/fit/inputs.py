@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,25 @@ def find_model_dir(model: str) -> Path | None:
     snapshots = sorted((p for p in entry.glob("*") if (p / "config.json").is_file()),
                        key=lambda p: p.stat().st_mtime, reverse=True) if entry.is_dir() else []
     return snapshots[0] if snapshots else None
+
+
+# Dimensions of the models the shipped profiles serve (their Hugging Face config.json), so `rigctl
+# fit` answers before a download; a model on disk always wins. Quantised and AutoRound variants
+# share their base's dimensions.
+SHIPPED_CONFIGS = (
+    (re.compile(r"qwen3\.[568]-27b", re.I), "qwen3.6-27b"),
+    (re.compile(r"qwen3\.6-35b-a3b", re.I), "qwen3.6-35b-a3b"),
+    (re.compile(r"llama-3\.1-8b", re.I), "llama-3.1-8b"),
+    (re.compile(r"qwen2\.5-3b", re.I), "qwen2.5-3b"),
+)
+
+
+def shipped_config(model: str) -> Path | None:
+    """rigctl's own copy of a known model's config.json, by the model id's name."""
+    for pattern, name in SHIPPED_CONFIGS:
+        if pattern.search(model):
+            return Path(str(resources.files("rigctl.fit") / "configs" / f"{name}.json"))
+    return None
 
 
 def model_dir_or_error(model: str | None) -> Path:

@@ -7,8 +7,6 @@ from the profile's flags and the card's memory must land within 15% of it, and t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rigctl.fit.advise import FitInputs, evaluate, layouts, recommend
@@ -16,10 +14,10 @@ from rigctl.fit.kvpool import pool_shape
 from rigctl.fit.model import dims_from_config, load_dims
 from rigctl.fit.weights import estimate, quant_family
 from rigctl.sim.rigspec import load_rig
+from tests.fit.configs import config
 
-CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "fit"
 GIB = 2**30
-Q27 = load_dims(CONFIGS / "qwen3.6-27b.config.json")
+Q27 = load_dims(config("qwen3.6-27b"))
 
 # (label, rig, tp, dp, quantization, kv dtype, max_model_len, MTP tokens, eager, extra, measured pool)
 ROWS = [
@@ -64,7 +62,7 @@ def test_a_27b_at_17_gb_on_two_24_gb_cards_is_split() -> None:
 
 
 def test_a_3b_on_two_24_gb_cards_keeps_replicas() -> None:
-    small = load_dims(CONFIGS / "qwen2.5-3b.config.json")
+    small = load_dims(config("qwen2.5-3b"))
     gpus = tuple(g.memory_total for g in load_rig("2x4090-pcie").gpus)
     fit = FitInputs(small, estimate(small, "bf16"), gpus, max_model_len=32768, max_num_seqs=64)
     advice = recommend(fit, layouts(fit))

@@ -14,15 +14,15 @@ import pytest
 
 from rigctl.fit.weights import from_checkpoint
 from tests.faults.rig import Rig
+from tests.fit.configs import config
 
-CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "fit"
 AWQ = "Qwen/Qwen3.6-27B-AWQ"
 
 
-def cache_model(hub: Path, model: str, config: str = "qwen3.6-27b") -> Path:
+def cache_model(hub: Path, model: str, name: str = "qwen3.6-27b") -> Path:
     snapshot = hub / f"models--{model.replace('/', '--')}" / "snapshots" / "0123abcd"
     snapshot.mkdir(parents=True, exist_ok=True)
-    (snapshot / "config.json").write_text((CONFIGS / f"{config}.config.json").read_text())
+    (snapshot / "config.json").write_text(config(name).read_text())
     return snapshot
 
 
@@ -74,7 +74,7 @@ def test_tp_and_dp_given_give_that_layout_alone_and_solve_max_len_prints_the_tie
 
 
 def test_a_logged_budget_gives_the_engines_pool_exactly() -> None:
-    done = fit("--config", str(CONFIGS / "qwen3.6-27b.config.json"), "--tp", "2", "--max-model-len", "131072",
+    done = fit("--config", str(config("qwen3.6-27b")), "--tp", "2", "--max-model-len", "131072",
                "--kv-cache-dtype", "fp8_e4m3", "--max-num-seqs", "8", "--available-kv-gib", "4.99", "--json",
                sim="2x3090-nvlink")
     assert done.returncode == 0, done.stderr
@@ -84,7 +84,7 @@ def test_a_logged_budget_gives_the_engines_pool_exactly() -> None:
 
 
 def test_without_a_driver_the_kv_step_still_answers_when_the_budget_is_given() -> None:
-    args = ("--config", str(CONFIGS / "tiny-qwen2.config.json"), "--max-model-len", "2048")
+    args = ("--config", str(config("tiny-qwen2")), "--max-model-len", "2048")
     done = fit(*args, "--available-kv-gib", "1", "--json", sim=None)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["layouts"][0]["pool_tokens"] == 1_048_576
@@ -179,3 +179,13 @@ def test_a_switch_to_a_profile_vllm_would_refuse_is_refused_before_anything_stop
         rig.check_invariants()
     finally:
         rig.cleanup()
+
+
+def test_a_shipped_profiles_model_not_on_disk_is_fitted_from_rigctls_copy_of_its_config() -> None:
+    """Day one, before a download: the shipped profiles' models have their configs in rigctl."""
+    done = fit("qwen36-27b-awq-tp2", "--json", sim="2x3090-nvlink")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["model"]["config"] == "rigctl's copy of its config.json (Qwen/Qwen3.6-27B-AWQ is not on this machine)"
+    assert out["weights"]["source"].startswith("estimate") and out["recommended"]["tp"] == 2
+    assert "config: rigctl's copy" in fit("qwen36-27b-awq-tp2", sim="2x3090-nvlink").stderr

