@@ -250,7 +250,8 @@ def _print(args: argparse.Namespace, dims: Any, weights: Any, rig: Any, inputs: 
     for lay in found:
         if lay.why_not:
             print(f"  {lay.name}: {lay.why_not}")
-    shown = own or (next((lay for lay in found if advice and (lay.tp, lay.dp) == (advice.tp, advice.dp)), None))
+    shown = own or (found[0] if len(found) == 1 else
+                    next((lay for lay in found if advice and (lay.tp, lay.dp) == (advice.tp, advice.dp)), None))
     if shown is not None and shown.budget is not None:
         b = shown.budget
         print(f"\nbudget per GPU ({shown.name}): {b.requested / 2**30:.2f} requested - {b.weights / 2**30:.2f} weights"
