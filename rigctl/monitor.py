@@ -10,6 +10,7 @@ each Tick into one message and one repaint.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigctl.config import Settings
@@ -18,6 +19,7 @@ from rigctl.engine.poller import Endpoint, EnginePoller, EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.jsonio import DamagedFile
+from rigctl.record.recorder import Observation, boot_key, held_energy
 from rigctl.serve.launchers import launcher_for
 from rigctl.serve.logtail import TailReader
 from rigctl.serve.serving import ServingStatus, observe
@@ -55,6 +57,9 @@ class Monitor:
         self._observe_count = 0
         self._endpoint_for: tuple[ServerRecord | None, Endpoint | None] = (None, None)
         self._tail: TailReader | None = None
+        # the serving record's feed (the TUI's BackgroundRecorder.offer): each poll's snapshot,
+        # so the record costs no scrape of its own
+        self.record_to: Callable[[Observation | None], None] | None = None
 
     # -- the tick ------------------------------------------------------------------
 
@@ -133,7 +138,15 @@ class Monitor:
         endpoint, problem = self._endpoint()
         gpus = self._last_rig.samples if self._last_rig else ()
         state = self.engine_poller.unavailable(problem) if problem else self.engine_poller.poll(endpoint, gpus)
+        if self.record_to is not None:
+            self.record_to(self._observation(state))
         return state, self._observe(state)
+
+    def _observation(self, state: EngineState) -> Observation | None:
+        record, rig = self._endpoint_for[0], self._last_rig
+        if state.error is not None or state.snapshot is None or record is None:
+            return None
+        return Observation(record.profile, boot_key(record), state.snapshot, lambda: held_energy(rig, record.pid))
 
     def _observe(self, engine: EngineState) -> ServingStatus:
         """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY polls and

@@ -48,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"recording to {writer.path} every {args.interval:g} s" + ("" if sampler else " (no GPU: no energy)"),
           file=sys.stderr, flush=True)
     source = ServingSource(sampler)
-    recorder = Recorder(writer, source, args.interval, said)
+    recorder = Recorder(writer, args.interval, said)
     try:
-        recorder.run(stop)
+        recorder.run(source, stop)
     finally:
         source.close()
         writer.close()

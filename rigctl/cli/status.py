@@ -56,12 +56,11 @@ def prefix_cache(record: Any) -> dict[str, Any] | None:
     """Queries and hits since the boot, from the engine; cold when both are zero (the owners'
     rule before a comparison)."""
     from rigctl.engine.client import EngineClient, EngineHTTPError
-    from rigctl.engine.metrics import SNAPSHOT_NAMES, snapshot
-    from rigctl.engine.prom import ExpositionError, parse
+    from rigctl.engine.prom import ExpositionError
 
     try:
         with EngineClient(record.base_url, timeout=2.0) as client:
-            snap = snapshot(parse(client.metrics_text(), names=SNAPSHOT_NAMES), 0.0)
+            snap = client.metrics(0.0)
     except (EngineHTTPError, ExpositionError):
         return None
     queries, hits = snap.counter("prefix_queries"), snap.counter("prefix_hits")

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from rigctl.engine.http_get import HttpGet, ProtocolError
+from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.prom import parse
 
 
 @dataclass(frozen=True)
@@ -115,3 +118,7 @@ class EngineClient:
         if status != 200:
             raise EngineHTTPError("status", status)
         return body.decode("utf-8", errors="replace")
+
+    def metrics(self, timestamp: float, names: Collection[str] = SNAPSHOT_NAMES) -> EngineSnapshot:
+        """/metrics read into a snapshot, parsing only `names`; EngineHTTPError or ExpositionError."""
+        return snapshot(parse(self.metrics_text(), names=names), timestamp)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from rigctl.engine.client import EngineClient, EngineHTTPError, Probe
 from rigctl.engine.derive import IntervalFigures, interval, latency_quantiles
-from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
-from rigctl.engine.prom import ExpositionError, parse
+from rigctl.engine.metrics import EngineSnapshot
+from rigctl.engine.prom import ExpositionError
 from rigctl.gpu.model import GpuSample
 
 PROBE_EVERY = 5  # ticks between /health + /v1/models checks while /metrics answers
@@ -93,7 +93,7 @@ class EnginePoller:
             probe = client.probe()
         self._tick += 1
         try:
-            current = snapshot(parse(client.metrics_text(), names=SNAPSHOT_NAMES), self._clock())
+            current = client.metrics(self._clock())
         except (EngineHTTPError, ExpositionError) as exc:
             error = f"{target.url}/metrics: {exc}"
             since = self._last.since or self._clock()

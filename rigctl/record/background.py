@@ -1,18 +1,20 @@
-"""The recorder on a thread of its own, as the TUI runs it: it records only when no other
-recorder writes (a headless `rigctl record` wins), and says once per boot when the switch to it
-collapsed the prefix hit rate."""
+"""The recorder on a thread of its own, as the TUI runs it: fed by the dashboard's own engine
+poll (Monitor.record_to), so the TUI scrapes /metrics once a second, not twice; writes and the
+hourly compaction happen here, never in the poll. It records only when no other recorder writes
+(a headless `rigctl record` wins), and says once per boot when the switch to it collapsed the
+prefix hit rate."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
 
 from rigctl.config import Settings
 from rigctl.errors import RigctlError
-from rigctl.gpu.sampler import RigSampler
 from rigctl.record.derive import Regression, current_regression, thresholds_of
-from rigctl.record.recorder import Recorder, ServingSource
+from rigctl.record.recorder import Observation, Recorder
 from rigctl.record.rows import Row
 from rigctl.record.store import RecorderBusy, RecordReader, RecordWriter
 
@@ -21,10 +23,10 @@ LOOK_BACK_S = 7 * 86400
 
 
 class BackgroundRecorder:
-    def __init__(self, sampler: RigSampler | None, settings: Settings,
-                 on_regression: Callable[[Regression], None]) -> None:
-        self.sampler, self.settings, self.on_regression = sampler, settings, on_regression
+    def __init__(self, settings: Settings, on_regression: Callable[[Regression], None]) -> None:
+        self.settings, self.on_regression = settings, on_regression
         self._stop = threading.Event()
+        self._queue: queue.Queue[Observation | None] = queue.Queue(maxsize=16)
         self._thread: threading.Thread | None = None
         self._writer: RecordWriter | None = None
         self._judged: set[str] = set()
@@ -41,20 +43,31 @@ class BackgroundRecorder:
         except (OSError, RigctlError) as exc:
             self.problem = f"the serving record is not kept: {exc}"
             return False
-        source = ServingSource(self.sampler)
-        recorder = Recorder(self._writer, source, self.settings.record_interval, self._row)
+        recorder = Recorder(self._writer, self.settings.record_interval, self._row)
 
         def run() -> None:
             try:
-                recorder.run(self._stop)
+                while not self._stop.is_set():
+                    try:
+                        seen = self._queue.get(timeout=0.5)
+                    except queue.Empty:
+                        continue
+                    recorder.step(seen)
             except RigctlError as exc:  # a full disk, a damaged file: the record stops, the TUI does not
                 self.problem = f"the serving record stopped: {exc}"
-            finally:
-                source.close()
 
         self._thread = threading.Thread(target=run, name="recorder", daemon=True)
         self._thread.start()
         return True
+
+    def offer(self, seen: Observation | None) -> None:
+        """From the engine poll's thread: never blocks it (a stalled disk drops samples, not polls)."""
+        if self._thread is None:
+            return
+        try:
+            self._queue.put_nowait(seen)
+        except queue.Full:
+            pass
 
     def _row(self, row: Row) -> None:
         if row.boot in self._judged or time.monotonic() - self._checked < CHECK_EVERY_S:

@@ -91,7 +91,7 @@ class RigApp(App[None]):
         self.history = HistoryScreen(id="history")
         self.bench = BenchScreen(id="bench")
         self.boot: BootScreen | None = None
-        self.recorder = BackgroundRecorder(sampler, self.settings, self._hit_rate_fell) if record else None
+        self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell) if record else None
         if serve is not None:
             serve.on_event = self._switch_event
 
@@ -108,9 +108,11 @@ class RigApp(App[None]):
                                                      max(self.poll_interval, self.settings.metrics_interval))
         else:
             self.poll_now()
-        if self.recorder is not None and not self.recorder.start() and self.recorder.problem:
-            # (not started because a headless `rigctl record` writes is fine: it records for us)
-            self.notify(self.recorder.problem, severity="warning", timeout=15)
+        if self.recorder is not None:
+            if self.recorder.start():
+                self.monitor.record_to = self.recorder.offer  # the dashboard's poll feeds the record
+            elif self.recorder.problem:  # (a headless `rigctl record` writing is fine: it records for us)
+                self.notify(self.recorder.problem, severity="warning", timeout=15)
         if self.initial_switch:
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 

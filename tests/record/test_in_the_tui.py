@@ -13,7 +13,7 @@ from textual.widgets import Static, TabbedContent
 from rigctl.config import load_settings
 from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
-from rigctl.record.store import RecorderBusy, RecordWriter
+from rigctl.record.store import RecorderBusy, RecordReader, RecordWriter
 from tests.record.test_derive import row
 from tests.tui.helpers import settle
 from tests.tui.test_profiles_screen import app_on
@@ -56,14 +56,14 @@ def test_the_background_recorder_notifies_once_per_boot_and_stands_aside_for_ano
 
     monkeypatch.setattr(background, "CHECK_EVERY_S", 0.0)
     said: list[Regression] = []
-    recorder = BackgroundRecorder(None, load_settings(), said.append)
+    recorder = BackgroundRecorder(load_settings(), said.append)
     assert recorder.start()
     assert recorder._writer is not None
     rows = fill(recorder._writer, time.time())
     recorder._row(rows[-1])
     recorder._row(rows[-1])  # judged: said once
     assert len(said) == 1 and said[0].previous == "good" and said[0].current == "nocache"
-    second = BackgroundRecorder(None, load_settings(), said.append)
+    second = BackgroundRecorder(load_settings(), said.append)
     assert not second.start() and second.busy_note and "another recorder (pid " in second.busy_note
     recorder.stop()
     assert second.start()
@@ -110,3 +110,46 @@ def test_a_damaged_record_is_said_once_and_the_tui_goes_on(isolated_dirs: Path) 
             assert app.screen.id == "dashboard"
 
     asyncio.run(scenario())
+
+
+def test_in_the_tui_the_dashboards_own_engine_poll_feeds_the_record(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """No scrape of its own: the Monitor's polls of the simulator under load become rows."""
+    import sqlite3
+    import time
+
+    from rigctl.gpu.sampler import RigSampler
+    from rigctl.monitor import Monitor
+    from rigctl.sim.rig import SimulatedBackend
+    from rigctl.sim.rigspec import load_rig
+    from tests.record.test_recorder_sim import RecordRig
+
+    rig = RecordRig(tmp_path / "home")
+    try:
+        assert rig.rigctl("start", "good").returncode == 0
+        for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+            monkeypatch.setenv(var, rig.env[var])
+        rig.write_config("[record]\ninterval = 1\n")
+        settings = load_settings()
+        monitor = Monitor(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), settings)
+        recorder = BackgroundRecorder(settings, lambda regression: None)
+        assert recorder.start()
+        monitor.record_to = recorder.offer
+        rig.load.start()
+        deadline = time.monotonic() + 60
+        rows = 0
+        while time.monotonic() < deadline and rows < 3:
+            monitor.tick(engine_due=False)  # the rig sample the energy is read from
+            monitor.poll_engine_now()
+            time.sleep(0.3)
+            with sqlite3.connect(rig.db) as db:
+                (rows,) = db.execute("SELECT count(*) FROM samples WHERE profile = 'good'").fetchone()
+            db.close()
+        recorder.stop()
+        monitor.close()
+        assert rows >= 3
+        row = RecordReader(rig.db).rows()[-1]
+        assert row.pool_tokens and row.kv_usage_max is not None and row.energy_j is not None and row.energy_j > 0
+    finally:
+        rig.load.stop()
+        rig.cleanup()
