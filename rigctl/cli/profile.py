@@ -127,6 +127,8 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from rigctl.fit.check import check_profile
+
     store, tables, notes = ProfileStore(), common.option_tables(args), set[str]()
     rig = common.rig_info_or_none(args)
     names = args.names or store.names()
@@ -139,13 +141,7 @@ def run_validate(args: argparse.Namespace) -> int:
             choice = tables.choose(profile)
             _noted(notes, choice.note)
             checked[name], used[choice.table.version] = choice.table.version, choice.table
-            results[name] = validate(profile, choice.table, rig)
-            if rig is not None and not any(d.severity == "error" for d in results[name]):
-                from rigctl.fit.check import profile_diagnostics
-
-                spec = render(profile, choice.table, tables.default_command)
-                results[name] += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in rig.gpus),
-                                                     spec.env)
+            results[name] = check_profile(profile, choice.table, rig, tables.default_command)[0]
         except ProfileError as exc:
             results[name] = list(exc.diagnostics)
     failed = [n for n, ds in results.items() if any(d.severity == "error" for d in ds)]

@@ -16,7 +16,11 @@ from rigctl.fit.budget import GIB
 from rigctl.fit.build import inputs_for, weights_for
 from rigctl.fit.inputs import LaunchOptions, find_model_dir, options_from_launch, shipped_config
 from rigctl.fit.model import load_dims
+from rigctl.gpu.model import RigInfo
+from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile
+from rigctl.profiles.validate import validate
+from rigctl.profiles.vllm_args import LaunchSpec, render
 
 MARGIN = 0.15
 
@@ -99,3 +103,17 @@ def profile_diagnostics(profile: Profile, argv: tuple[str, ...], gpu_totals: tup
         key = vllm_keys.get(finding.key, finding.key)
         out.append(profile.diagnostic(finding.severity, f"vllm.{key}", finding.message))
     return out
+
+
+def check_profile(profile: Profile, table: OptionTable, rig: RigInfo | None,
+            vllm_command: tuple[str, ...]) -> tuple[list[Diagnostic], LaunchSpec | None]:
+    """A profile as every caller checks it (validate, the switch's preflight, the Profiles
+    screen): validated against the options and the rig, rendered when it has no error, then
+    asked whether vLLM would refuse it for memory on this rig. (diagnostics, the launch or None)."""
+    diagnostics = validate(profile, table, rig)
+    if any(d.severity == "error" for d in diagnostics):
+        return diagnostics, None
+    spec = render(profile, table, vllm_command)
+    if rig is not None:
+        diagnostics += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in rig.gpus), spec.env)
+    return diagnostics, spec

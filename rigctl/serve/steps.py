@@ -21,14 +21,13 @@ from rigctl import paths
 from rigctl.config import Settings
 from rigctl.engine.bootlog import BootReport, Failure
 from rigctl.engine.client import EngineClient
-from rigctl.fit.check import profile_diagnostics
+from rigctl.fit.check import check_profile
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
-from rigctl.profiles.validate import validate
-from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import boots
 from rigctl.serve.bootwatch import BootResult, Event, not_started, watch_boot
@@ -86,17 +85,10 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
     choice = ctx.tables.choose(profile)
     if choice.note:
         ctx.say("warning", choice.note, profile.name)
-    diagnostics = validate(profile, choice.table, ctx.rig)
+    diagnostics, spec = check_profile(profile, choice.table, ctx.rig, ctx.tables.default_command)
     errors = [d for d in diagnostics if d.severity == "error"]
-    if errors:
+    if errors or spec is None:
         raise ProfileError(errors)
-    spec = render(profile, choice.table, ctx.tables.default_command)
-    if ctx.rig is not None:  # will vLLM refuse it for memory (the fit advisor, where the model's config is here)
-        diagnostics += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in ctx.rig.gpus),
-                                           spec.env)
-        errors = [d for d in diagnostics if d.severity == "error"]
-        if errors:
-            raise ProfileError(errors)
     for warning in diagnostics:
         ctx.say("warning", str(warning), profile.name)
     return Prepared(profile, spec, choice.table)

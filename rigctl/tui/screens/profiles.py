@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from rigctl.fit.calibrate import last_measured
-from rigctl.fit.check import predicted_layout, profile_diagnostics
+from rigctl.fit.check import check_profile, predicted_layout
 from rigctl.fit.inputs import options_from_launch
 from rigctl.gpu.model import RigInfo
 from rigctl.profiles.options import OptionTable
@@ -23,8 +23,7 @@ from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import Change, knobs, launch_diff
 from rigctl.profiles.text import show_text
-from rigctl.profiles.validate import validate
-from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve.boots import BootRecord, read_history
 from rigctl.serve.statefiles import active_profile_name
@@ -71,7 +70,6 @@ def load_entries(rig: RigInfo | None, tables: OptionTables) -> tuple[list[Profil
     store = ProfileStore()
     entries = []
     records = read_history().records
-    totals = tuple(g.memory_total or 0 for g in rig.gpus) if rig else ()
     for name in store.names():
         try:
             profile = store.load(name)
@@ -79,15 +77,10 @@ def load_entries(rig: RigInfo | None, tables: OptionTables) -> tuple[list[Profil
             entries.append(ProfileEntry(name, None, tuple(exc.diagnostics), None, {}))
             continue
         table = tables.choose(profile).table
-        diagnostics = tuple(validate(profile, table, rig))
-        spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table,
-                                                                                   tables.default_command)
-        line = ""
-        if spec is not None:
-            if rig is not None:
-                diagnostics += tuple(profile_diagnostics(profile, spec.argv, totals, spec.env))
-            line = pool_line(spec, name, rig, records)
-        entries.append(ProfileEntry(name, profile, diagnostics, spec, knobs(profile, table).cells(), table, line))
+        diagnostics, spec = check_profile(profile, table, rig, tables.default_command)
+        line = pool_line(spec, name, rig, records) if spec is not None else ""
+        entries.append(ProfileEntry(name, profile, tuple(diagnostics), spec, knobs(profile, table).cells(), table,
+                                    line))
     return entries, active_profile_name()
 
 
