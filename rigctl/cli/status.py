@@ -75,15 +75,13 @@ def prefix_cache(record: Any) -> dict[str, Any] | None:
 
 def hit_rate_fall(record: Any, settings: Any) -> Any:
     """The switch to what serves now collapsed the hit rate, by the serving record."""
-    import time
-
     from rigctl.errors import RigctlError
     from rigctl.record.derive import current_regression, thresholds_of
     from rigctl.record.recorder import boot_key
     from rigctl.record.store import RecordReader
 
     try:
-        rows = RecordReader().rows(since=time.time() - 7 * 86400)
+        rows = RecordReader().switch_rows(boot_key(record))
     except RigctlError:
         return None
     return current_regression(rows, boot_key(record), thresholds_of(settings)) if rows else None

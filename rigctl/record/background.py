@@ -74,7 +74,7 @@ class BackgroundRecorder:
             return
         self._checked = time.monotonic()
         try:
-            rows = RecordReader().rows(since=time.time() - LOOK_BACK_S)
+            rows = RecordReader().switch_rows(row.boot, LOOK_BACK_S)
         except RigctlError:
             return
         found = current_regression(rows, row.boot, thresholds_of(self.settings))

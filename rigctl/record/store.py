@@ -84,7 +84,38 @@ class RecordReader:
         return self.path.is_file()
 
     def rows(self, since: float | None = None, until: float | None = None,
-             profiles: list[str] | None = None) -> list[Row]:
+             profiles: list[str] | None = None, boots: list[str] | None = None) -> list[Row]:
+        where: list[str] = ["1=1"]
+        args: list[Any] = []
+        for column, value in (("ts >", since), ("ts <=", until)):
+            if value is not None:
+                where.append(f"{column} ?")
+                args.append(value)
+        for column, values in (("profile", profiles), ("boot", boots)):
+            if values:
+                where.append(f"{column} IN ({','.join('?' * len(values))})")
+                args += values
+        query = f"SELECT {', '.join(COLUMNS)} FROM samples WHERE {' AND '.join(where)} ORDER BY ts"
+        collecting = gc.isenabled()
+        gc.disable()  # building a month of rows set off the cycle collector hundreds of times: 3x the time
+        try:
+            return [_row(tuple(v)) for v in self._query(query, args)]
+        finally:
+            if collecting:
+                gc.enable()
+
+    def switch_rows(self, boot: str, look_back_s: float = 7 * 86400) -> list[Row]:
+        """The rows of `boot` and of the boot that served before it: all a hit-rate regression is
+        judged on (`rigctl status` and the TUI ask often; a month of rows is seconds of parsing)."""
+        since = time.time() - look_back_s
+        order = [b for (b,) in self._query("SELECT boot FROM samples WHERE ts > ? GROUP BY boot ORDER BY MIN(ts)",
+                                           [since])]
+        if boot not in order:
+            return []
+        at = order.index(boot)
+        return self.rows(since, boots=order[max(0, at - 1):at + 1])
+
+    def _query(self, query: str, args: list[Any]) -> list[tuple[Any, ...]]:
         if not self.exists():
             return []
         try:
@@ -92,25 +123,7 @@ class RecordReader:
         except sqlite3.Error as exc:
             raise RigctlError(f"{self.path}: cannot open the record ({exc})") from exc
         try:
-            where: list[str] = ["1=1"]
-            args: list[Any] = []
-            if since is not None:
-                where.append("ts > ?")
-                args.append(since)
-            if until is not None:
-                where.append("ts <= ?")
-                args.append(until)
-            if profiles:
-                where.append(f"profile IN ({','.join('?' * len(profiles))})")
-                args += profiles
-            query = f"SELECT {', '.join(COLUMNS)} FROM samples WHERE {' AND '.join(where)} ORDER BY ts"
-            collecting = gc.isenabled()
-            gc.disable()  # building a month of rows set off the cycle collector hundreds of times: 3x the time
-            try:
-                return [_row(tuple(v)) for v in db.execute(query, args)]
-            finally:
-                if collecting:
-                    gc.enable()
+            return db.execute(query, args).fetchall()
         except sqlite3.DatabaseError as exc:
             raise RigctlError(f"{self.path}: the record cannot be read ({exc})") from exc
         finally:

@@ -127,3 +127,20 @@ def test_downsampling_and_retention_keep_counts_and_drop_old_rows(tmp_path) -> N
     assert sum(r.counts["prefix_queries"] for r in kept) == 6000 and sum(r.requests for r in kept) == 60
     assert sum(r.energy_j or 0 for r in kept) == 600 and max(r.kv_usage_max or 0 for r in kept) == pytest.approx(0.4)
     assert downsample(old).seconds == 600
+
+
+def test_a_switch_is_judged_on_two_boots_rows_not_the_whole_record(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    path = tmp_path / "record.sqlite"
+    writer = RecordWriter(path)
+    now = time.time()
+    for i, (profile, boot) in enumerate([("a", "b0"), ("a", "b1"), ("b", "b2")]):
+        for k in range(3):
+            writer.add(row(now - 3000 + 1000 * i + 10 * k, profile, boot, 1000, 900 if profile == "a" else 100))
+    writer.close()
+    reader = RecordReader(path)
+    assert [r.boot for r in reader.switch_rows("b2")] == ["b1"] * 3 + ["b2"] * 3
+    assert reader.switch_rows("nope") == [] and [r.boot for r in reader.switch_rows("b0")] == ["b0"] * 3
+    limits = Thresholds(warmup_s=0, min_prefix_queries=1000)
+    assert current_regression(reader.switch_rows("b2"), "b2", limits) == current_regression(reader.rows(), "b2", limits)
