@@ -10,10 +10,13 @@ never a guess.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psutil
+
+from rigctl.proc import start_id
 
 BOOT_ID_VAR = "RIGCTL_BOOT_ID"
 PROFILE_VAR = "RIGCTL_PROFILE"
@@ -89,38 +92,84 @@ def _group_of(pid: int) -> int | None:
 
 @dataclass(frozen=True)
 class FoundServer:
-    """A running server that carries rigctl's boot token, found without a record."""
+    """A running server that carries rigctl's boot token, found without a (live) record."""
 
     pid: int  # the process rigctl started (its process group leader)
-    listener_pid: int
+    listener_pid: int | None  # None: still booting, not listening yet
     host: str
-    port: int
+    port: int | None
     boot_id: str
     profile: str | None
     log_path: str | None
     create_time: float | None
     argv: tuple[str, ...]
+    start_id: str | None = None
+    env: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+
+def _argv_value(argv: tuple[str, ...], flag: str) -> str | None:
+    for i, word in enumerate(argv):
+        if word == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith(flag + "="):
+            return word.partition("=")[2]
+    return None
+
+
+def served_names_of(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The names a vLLM command line serves under: --served-model-name's, else its model."""
+    if "--served-model-name" in argv:
+        at = argv.index("--served-model-name") + 1
+        names = []
+        while at < len(argv) and not argv[at].startswith("-"):
+            names.append(argv[at])
+            at += 1
+        if names:
+            return tuple(names)
+    model = _argv_value(argv, "--model")
+    if model is None and "serve" in argv:
+        at = argv.index("serve") + 1
+        model = argv[at] if at < len(argv) and not argv[at].startswith("-") else None
+    return (model,) if model else ()
 
 
 def find_rigctl_servers(state_dir: str) -> list[FoundServer]:
-    """Every listening process whose environment carries a boot token of the rigctl whose state
-    lives in `state_dir`."""
+    """Every process group whose leader's environment carries a boot token of the rigctl whose
+    state lives in `state_dir`, listening or still booting (read from the environment, which no
+    restored record or clock step can change)."""
     found: dict[str, FoundServer] = {}
-    for listener in listeners():
-        if listener.pid is None:
-            continue
-        env = process_environ(listener.pid)
-        if not env or BOOT_ID_VAR not in env or env.get(STATE_VAR) != state_dir:
-            continue
-        leader = _group_of(listener.pid) or listener.pid
+    listening = {listener.pid: listener for listener in listeners() if listener.pid is not None}
+    members: dict[str, list[int]] = {}
+    for proc in psutil.process_iter():
         try:
-            proc = psutil.Process(leader)
-            created, argv = proc.create_time(), tuple(proc.cmdline())
+            env = proc.environ()
+        except (psutil.Error, OSError):
+            continue
+        boot = env.get(BOOT_ID_VAR)
+        if not boot or env.get(STATE_VAR) != state_dir:
+            continue
+        members.setdefault(boot, []).append(proc.pid)
+        leader = _group_of(proc.pid) or proc.pid
+        if boot in found and found[boot].pid == leader:
+            continue
+        try:
+            head = psutil.Process(leader)
+            if head.status() == psutil.STATUS_ZOMBIE:
+                continue
+            created, argv = head.create_time(), tuple(head.cmdline())
         except psutil.Error:
-            leader, created, argv = listener.pid, None, ()
-        boot = env[BOOT_ID_VAR]
-        if boot not in found:
-            found[boot] = FoundServer(pid=leader, listener_pid=listener.pid, host=listener.host, port=listener.port,
-                                      boot_id=boot, profile=env.get(PROFILE_VAR), log_path=env.get(LOG_VAR),
-                                      create_time=created, argv=argv)
-    return list(found.values())
+            continue
+        found[boot] = FoundServer(pid=leader, listener_pid=None, host="127.0.0.1", port=None, boot_id=boot,
+                                  profile=env.get(PROFILE_VAR), log_path=env.get(LOG_VAR), create_time=created,
+                                  argv=argv, start_id=start_id(leader), env=env)
+    out = []
+    for boot, server in found.items():
+        listener = next((listening[pid] for pid in members[boot] if pid in listening), None)
+        if listener is not None:
+            server = dataclasses.replace(server, listener_pid=listener.pid, host=listener.host, port=listener.port)
+        else:
+            port = _argv_value(server.argv, "--port")
+            server = dataclasses.replace(server, port=int(port) if port and port.isdigit() else None,
+                                         host=_argv_value(server.argv, "--host") or "127.0.0.1")
+        out.append(server)
+    return out

@@ -18,7 +18,7 @@ import psutil
 
 from rigctl import paths
 from rigctl.errors import StopFailed
-from rigctl.proc import same_process, start_time
+from rigctl.proc import same_process, start_id, start_time
 from rigctl.serve import discover
 from rigctl.serve.logfollow import FileFollower
 from rigctl.serve.statefiles import ServerRecord
@@ -108,18 +108,25 @@ class ProcessLauncher:
             os.close(fd)
         self._children[child.pid] = child
         _prune(directory)
-        created = start_time(child.pid)
         return ServerRecord(launcher=self.name, profile=profile, started=time.time(), log_path=str(log_path),
                             host=spec.host, port=spec.port, served_names=spec.served_names,
-                            argv=tuple(spec.redacted_argv()), pid=child.pid, create_time=created, boot_id=boot_id)
+                            argv=tuple(spec.redacted_argv()), pid=child.pid, create_time=start_time(child.pid),
+                            boot_id=boot_id, start_id=start_id(child.pid))
 
     def alive(self, record: ServerRecord) -> bool:
+        """The recorded server runs: its start (clock ticks since boot) when the record has it,
+        else its boot token, else the wall-clock start within a second (a clock step defeats only
+        the last, and only records written before start_id existed rely on it)."""
         if record.pid is None:
             return False
         child = self._children.get(record.pid)
         if child is not None:
             return child.poll() is None
-        return same_process(record.pid, record.create_time)
+        if record.start_id is None and record.boot_id is not None:
+            env = discover.process_environ(record.pid)
+            if env is not None:
+                return env.get(discover.BOOT_ID_VAR) == record.boot_id and same_process(record.pid)
+        return same_process(record.pid, record.create_time, record.start_id)
 
     def exit_code(self, record: ServerRecord) -> int | None:
         """The exit status once the server has exited (-1 when rigctl did not start it), else None."""

@@ -24,6 +24,7 @@ from rigctl.serve.statefiles import (
     owner_alive,
     read_record,
     read_state,
+    record_file,
     write_record,
 )
 
@@ -39,9 +40,12 @@ class RunningServer:
 
 
 def find_running(settings: Settings, default: Launcher | None = None, thorough: bool = True) -> RunningServer:
-    """The live server of the record; with a damaged record (or none, when `thorough`) the
-    listening process that carries a rigctl boot token, its record rebuilt."""
+    """The live server of the record. When the record's server is not running (a record restored
+    from a backup, or left by a crash between a start and the record's rewrite), when the record
+    is damaged, or when there is none and `thorough`: the listening process that carries a boot
+    token of this rigctl, its record rebuilt. A server rigctl started is never left unseen."""
     notes: list[str] = []
+    stale: ServerRecord | None = None
     try:
         record = read_record()
     except DamagedFile as exc:
@@ -52,39 +56,49 @@ def find_running(settings: Settings, default: Launcher | None = None, thorough: 
                                                                                                           settings)
         if launcher.alive(record):
             return RunningServer(record, launcher, tuple(notes))
-        return RunningServer(None, None, tuple(notes), stale=record)
-    if not notes and not thorough:
+        if record.launcher != "process":  # systemd and docker name their server; no token to look for
+            return RunningServer(None, None, tuple(notes), stale=record)
+        stale = record
+    elif not notes and not thorough:
         return RunningServer(None, None)
-    rebuilt = _rediscover(settings)
+    rebuilt, others = _rediscover(settings)
+    for other in others:
+        notes.append(f"another server of this rigctl runs unrecorded: {other.profile or 'a profile'} (pid {other.pid}"
+                     f"{f', port {other.port}' if other.port else ''}); `kill -TERM -{other.pid}` stops it")
     if rebuilt is None:
         if notes:
             notes.append("no running server carries rigctl's boot token")
-        return RunningServer(None, None, tuple(notes))
+        return RunningServer(None, None, tuple(notes), stale=stale)
+    found = f"found {rebuilt.profile} running (pid {rebuilt.pid}, port {rebuilt.port}) by its boot token"
+    if stale is not None:
+        found = f"{record_file()} named pid {stale.pid} ({stale.profile}), which is not running; " + found
     try:
         write_record(rebuilt)
-        notes.append(f"found {rebuilt.profile} running (pid {rebuilt.pid}, port {rebuilt.port}) by its boot token; "
-                     f"its record was rebuilt")
+        notes.append(f"{found}; its record was rebuilt")
     except OSError as exc:
-        notes.append(f"found {rebuilt.profile} running (pid {rebuilt.pid}, port {rebuilt.port}); its record could not "
-                     f"be rewritten: {exc.strerror or exc}")
+        notes.append(f"{found}; its record could not be rewritten: {exc.strerror or exc}")
     launcher = launcher_for(rebuilt, settings)
     return RunningServer(rebuilt, launcher, tuple(notes))
 
 
-def _rediscover(settings: Settings) -> ServerRecord | None:
-    found = discover.find_rigctl_servers(str(paths.state_dir()))
+def _rediscover(settings: Settings) -> tuple[ServerRecord | None, list[discover.FoundServer]]:
+    """The server to adopt (the newest listening one), and any others found beside it."""
+    found = sorted(discover.find_rigctl_servers(str(paths.state_dir())),
+                   key=lambda s: (s.listener_pid is not None, s.create_time or 0.0), reverse=True)
     if not found:
-        return None
+        return None, []
     server = found[0]
-    env = discover.process_environ(server.listener_pid) or {}
-    host = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
-    url = f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
-    with EngineClient(url, env.get("VLLM_API_KEY"), timeout=1.0) as client:
-        probe = client.probe()
+    names = discover.served_names_of(server.argv)
+    if server.port is not None and server.listener_pid is not None:
+        host = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
+        url = f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+        with EngineClient(url, server.env.get("VLLM_API_KEY"), timeout=1.0) as client:
+            probe = client.probe()
+        names = probe.models or names
     return ServerRecord(launcher="process", profile=server.profile or "unknown", started=server.create_time or 0.0,
-                        log_path=server.log_path or "", host=server.host, port=server.port,
-                        served_names=probe.models, argv=tuple(redact_argv(server.argv)), pid=server.pid,
-                        create_time=server.create_time, boot_id=server.boot_id)
+                        log_path=server.log_path or "", host=server.host, port=server.port or 0,
+                        served_names=names, argv=tuple(redact_argv(server.argv)), pid=server.pid,
+                        create_time=server.create_time, boot_id=server.boot_id, start_id=server.start_id), found[1:]
 
 
 @dataclass(frozen=True)
@@ -137,7 +151,7 @@ def observe(settings: Settings, probe: Probe | None = None, thorough: bool = Fal
         return ServingStatus(active, state, record, alive, probe, summary, tuple(notes))
 
     switching = bool(state and state.status == "switching")
-    if switching and state and owner_alive(state.owner_pid):
+    if switching and state and owner_alive(state.owner_pid, state.owner_start):
         return status(None, f"switching to {state.target} (rigctl pid {state.owner_pid})")
     if switching and state:
         seen = (f"a server for {record.profile} is running" + (" and answering" if answering else ", not answering")

@@ -38,6 +38,7 @@ class ServerRecord:
     unit: str | None = None
     container: str | None = None
     boot_id: str | None = None
+    start_id: str | None = None  # proc.start_id: the process's start, which no clock step changes
 
     @property
     def base_url(self) -> str:
@@ -84,6 +85,7 @@ class ActiveState:
     detail: str = ""
     target: str | None = None  # during a switch: the profile being started
     owner_pid: int | None = None  # the rigctl process running the switch
+    owner_start: str | None = None  # its proc.start_id (a pid is reused once its process is gone)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,6 +117,6 @@ def active_profile_name() -> str | None:
     return state.profile if state and state.status == "serving" else None
 
 
-def owner_alive(pid: int | None) -> bool:
+def owner_alive(pid: int | None, start: str | None = None) -> bool:
     """Is the rigctl process that wrote a "switching" state still running?"""
-    return pid is not None and (pid == os.getpid() or same_process(pid))
+    return pid is not None and (pid == os.getpid() or same_process(pid, start=start))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from rigctl.engine.bootlog import Failure
 from rigctl.errors import ExitCode, StopFailed
 from rigctl.jsonio import DamagedFile
+from rigctl.proc import start_id
 from rigctl.profiles.schema import Profile
 from rigctl.profiles.settings import resolve_settings
 from rigctl.profiles.vllm_args import LaunchSpec
@@ -50,7 +51,8 @@ def _state(ctx: ServeContext, status: str, profile: str | None, last_good: str |
     """Write the state file; a failure is said (the server record stays the truth) but never raised."""
     try:
         write_state(ActiveState(profile=profile, last_good=last_good, status=status, since=time.time(),
-                                detail=detail, target=target, owner_pid=owner))
+                                detail=detail, target=target, owner_pid=owner,
+                                owner_start=start_id(owner) if owner else None))
         return True
     except OSError as exc:
         ctx.say("warning", f"the state file could not be written ({exc.strerror or exc}): rigctl status may lag")

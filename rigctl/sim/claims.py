@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
-from rigctl.proc import same_process, start_time
+from rigctl.proc import same_process, start_id, start_time
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ def default_claims_dir() -> Path:
 def write_claim(claims_dir: Path, pid: int, entries: list[dict[str, object]]) -> Path:
     """Atomically (re)write the claim of `pid`: entries of gpu, memory_bytes, title, load."""
     target = claims_dir / f"{pid}.json"
-    write_text_atomic(target, json.dumps({"pid": pid, "create_time": start_time(pid), "gpus": entries}), mode=0o644)
+    write_text_atomic(target, json.dumps({"pid": pid, "create_time": start_time(pid), "start_id": start_id(pid),
+                                          "gpus": entries}), mode=0o644)
     return target
 
 
@@ -54,7 +55,7 @@ class ClaimsReader:
 
     def __init__(self, claims_dir: Path | None) -> None:
         self.claims_dir = claims_dir
-        self._parsed: dict[str, tuple[tuple[int, int, int], int, float | None, list[ClaimedProcess]]] = {}
+        self._parsed: dict[str, tuple[tuple[int, int, int], int, float | None, str | None, list[ClaimedProcess]]] = {}
 
     def read(self) -> list[ClaimedProcess]:
         if self.claims_dir is None:
@@ -64,7 +65,7 @@ class ClaimsReader:
         except FileNotFoundError:
             files = []
         out: list[ClaimedProcess] = []
-        parsed: dict[str, tuple[tuple[int, int, int], int, float | None, list[ClaimedProcess]]] = {}
+        parsed: dict[str, tuple[tuple[int, int, int], int, float | None, str | None, list[ClaimedProcess]]] = {}
         for entry in files:
             try:
                 stat = entry.stat()
@@ -73,14 +74,14 @@ class ClaimsReader:
                 parsed[entry.path] = cached if cached and cached[0] == version else (version, *_parse(entry.path))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a half-written or foreign file is not a claim
-            _, pid, created, claims = parsed[entry.path]
-            if same_process(pid, created):  # a claim of a dead (or a reused) pid is no claim
+            _, pid, created, start, claims = parsed[entry.path]
+            if same_process(pid, created, start):  # a claim of a dead (or a reused) pid is no claim
                 out.extend(claims)
         self._parsed = parsed
         return out
 
 
-def _parse(path: str) -> tuple[int, float | None, list[ClaimedProcess]]:
+def _parse(path: str) -> tuple[int, float | None, str | None, list[ClaimedProcess]]:
     with open(path) as handle:
         data = json.load(handle)
     pid = int(data["pid"])
@@ -94,5 +95,5 @@ def _parse(path: str) -> tuple[int, float | None, list[ClaimedProcess]]:
         )
         for item in data["gpus"]
     ]
-    created = data.get("create_time")
-    return pid, None if created is None else float(created), claims
+    created, start = data.get("create_time"), data.get("start_id")
+    return pid, None if created is None else float(created), None if start is None else str(start), claims
