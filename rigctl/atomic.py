@@ -10,8 +10,8 @@ from pathlib import Path
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Write `text` to `path` via a temp file in the same directory, fsync, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    if mode is None:  # the file's own mode, never a link's target's (the rename replaces the link itself)
+        mode = path.lstat().st_mode & 0o777 if path.exists() and not path.is_symlink() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import errno
 
 
 class ExitCode(enum.IntEnum):
@@ -37,3 +38,16 @@ class NoDriverError(RigctlError):
 
 class StopFailed(RigctlError):
     """A server did not go away when told to (stuck in the driver, or not rigctl's to stop)."""
+
+
+class UnsafePath(RigctlError, OSError):
+    """A path in rigctl's own dirs that is not what rigctl made there (a symbolic link, a FIFO, a
+    directory where a file belongs): refused, never followed. An OSError too, so every place that
+    already says a failed write in one line says this one."""
+
+    def __init__(self, path: object, why: str) -> None:
+        OSError.__init__(self, errno.ELOOP, why, str(path))
+        self.text = f"{path}: {why}"
+
+    def __str__(self) -> str:
+        return self.text

@@ -16,7 +16,8 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rigctl.errors import RigctlError
+from rigctl.errors import RigctlError, UnsafePath
+from rigctl.files import read_own
 
 T = TypeVar("T")
 
@@ -45,23 +46,40 @@ def dumps(value: Any, indent: int | None = None, sort_keys: bool = False) -> str
     return json.dumps(finite(value), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
-def read_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in `path`; None when there is no file; DamagedFile otherwise."""
+STATE_FILE_LIMIT = 1024 * 1024  # rigctl's state files are a few hundred bytes
+
+
+def read_object(path: Path, limit: int = STATE_FILE_LIMIT) -> dict[str, Any] | None:
+    """The JSON object in one of rigctl's own files; None when there is no file; DamagedFile
+    otherwise (a link or a FIFO in its place, too large, not UTF-8, not JSON, not an object)."""
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_own(path, limit)
+        if raw is None:
+            return None
+        text = raw.decode("utf-8")
+    except UnsafePath as exc:
+        raise DamagedFile(path, exc.strerror or str(exc)) from exc
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise DamagedFile(path, getattr(exc, "strerror", None) or str(exc)) from exc
     if not text.strip():
         raise DamagedFile(path, "empty")
     try:
-        data = json.loads(text)
-    except ValueError as exc:
+        data = loads_strict(text)
+    except (ValueError, RecursionError) as exc:
         raise DamagedFile(path, f"not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise DamagedFile(path, f"a JSON {type(data).__name__}, not an object")
     return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """json.loads as JSON is written: NaN and Infinity refused (Python's json takes them), a number
+    too long to be one refused (ValueError), nesting too deep refused (RecursionError)."""
+    return json.loads(text, parse_constant=_no_constant)
 
 
 def _matches(value: Any, kind: Any) -> bool:
@@ -73,7 +91,7 @@ def _matches(value: Any, kind: Any) -> bool:
     if kind is type(None):
         return value is None
     if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if origin in (tuple, list):

@@ -144,8 +144,8 @@ class Monitor:
 
     def _observation(self, state: EngineState) -> Observation | None:
         record, rig = self._endpoint_for[0], self._last_rig
-        if state.error is not None or state.snapshot is None or record is None:
-            return None
+        if state.error is not None or state.snapshot is None or record is None or not state.snapshot.is_vllm:
+            return None  # not vLLM's exposition (an empty 200, a web page): no row of idle serving
         return Observation(record.profile, boot_key(record), state.snapshot, lambda: held_energy(rig, record.pid))
 
     def _observe(self, engine: EngineState) -> ServingStatus:

@@ -1,12 +1,16 @@
 """Where rigctl keeps its files: XDG base directories, overridable by env.
 
-Kept free of any other rigctl import so every layer can use it.
+Kept free of any rigctl import but errors so every layer can use it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
+
+from rigctl.errors import UnsafePath
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -29,10 +33,25 @@ def state_dir() -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) with mode 0700; tighten it if it already exists."""
+    """Create `path` (and parents) with mode 0700; tighten it if it already exists. A symbolic link
+    there is refused, never followed: rigctl may run as root, and a chmod or a write through a
+    link planted in its own dirs would land wherever the link points."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.stat().st_mode & 0o077:
-        path.chmod(0o700)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise UnsafePath(path, "a symbolic link where rigctl keeps its files; rigctl never writes through one "
+                                   "(remove it, or point XDG_STATE_HOME/RIGCTL_STATE_DIR at the real directory)"
+                             ) from None
+        if exc.errno == errno.ENOTDIR:
+            raise UnsafePath(path, "not a directory") from None
+        raise
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
     return path
 
 
@@ -50,7 +69,11 @@ def writable_problem(directory: Path, min_free: int = MIN_FREE_BYTES) -> str | N
         existing = existing.parent  # a directory not made yet: it would be made there
     try:
         probe = existing / f".rigctl-write-test-{os.getpid()}"
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            probe.unlink()  # a probe left by a killed rigctl of the same pid (never a link followed: O_EXCL)
+        except FileNotFoundError:
+            pass
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, b"\0" * 4096)
             os.fsync(fd)

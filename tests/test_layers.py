@@ -10,6 +10,7 @@ SIM_MAY_IMPORT = {
     "rigctl.gpu.nvml_codes",  # the board facts NVML reports
     "rigctl.profiles.options",  # vLLM's option tables: the simulator parses flags as vLLM does
     "rigctl.paths", "rigctl.errors", "rigctl.atomic", "rigctl.proc",
+    "rigctl.files",  # its own files opened as rigctl opens its own (never through a link)
 }
 
 

@@ -58,9 +58,14 @@ class EngineSnapshot:
     legacy_generation_tps: float | None = None
     process_start: float | None = None
     truncated: bool = False
+    vllm: bool = False  # a family snapshot() reads was there: False means it was not vLLM that answered
 
     def counter(self, name: str) -> float | None:
         return self.counters.get(name)
+
+    @property
+    def is_vllm(self) -> bool:
+        return self.vllm
 
 
 COUNTERS = {
@@ -147,12 +152,21 @@ def _histogram(expo: Exposition, *names: str) -> Histogram | None:
             continue
         sums: dict[float, float] = defaultdict(float)
         for labels, value in buckets:
-            le = _label(labels, "le")
-            if le is not None:
-                sums[float(le)] += value
+            bound = _bound(_label(labels, "le"))
+            if bound is not None:
+                sums[bound] += value
         return Histogram(buckets=tuple(sorted(sums.items())), sum=_total(expo.get(f"{P}{name}_sum")) or 0.0,
                          count=_total(expo.get(f"{P}{name}_count")) or 0.0)
     return None
+
+
+def _bound(text: str | None) -> float | None:
+    """A bucket's upper bound ("+Inf" included); None for one that is not a number."""
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return None if value is None or math.isnan(value) else value
 
 
 def _cache_info(expo: Exposition) -> dict[str, dict[str, str]]:
@@ -160,10 +174,13 @@ def _cache_info(expo: Exposition) -> dict[str, dict[str, str]]:
 
 
 def _num(text: str | None) -> float | None:
+    """A label's number; None when it is absent or not a finite number (a hostile or broken
+    exposition must not reach an int() with an infinity)."""
     try:
-        return float(text) if text not in (None, "None", "") else None
-    except ValueError:
+        value = float(text) if text not in (None, "None", "") else None
+    except (ValueError, OverflowError):
         return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
@@ -175,10 +192,11 @@ def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
     for engine in sorted(set(running) | set(waiting) | set(usage) | set(info), key=lambda e: (len(e), e)):
         config = info.get(engine, {})
         pool = _num(config.get("kv_cache_size_tokens"))
-        if pool is None and _num(config.get("num_gpu_blocks")) and _num(config.get("block_size")):
-            pool = _num(config.get("num_gpu_blocks")) * _num(config.get("block_size"))  # type: ignore[operator]
+        blocks, block_size = _num(config.get("num_gpu_blocks")), _num(config.get("block_size"))
+        if pool is None and blocks and block_size:
+            pool = blocks * block_size
         engines.append(EngineFigures(engine, running.get(engine), waiting.get(engine), usage.get(engine),
-                                     int(pool) if pool is not None else None,
+                                     int(pool) if pool is not None and math.isfinite(pool) else None,
                                      _num(config.get("kv_cache_max_concurrency"))))
     models = sorted({_label(labels, "model_name", "") or "" for samples in expo.samples.values()
                      for labels, _ in samples[:1]} - {""})
@@ -203,10 +221,12 @@ def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
         prompt_by_source=_by_label(_first(expo, "prompt_tokens_by_source_total"), "source"),
         finished_by_reason=_by_label(_first(expo, "request_success_total"), "finished_reason"),
         accepted_per_position={int(k): v for k, v in _by_label(
-            _first(expo, "spec_decode_num_accepted_tokens_per_pos_total"), "position").items() if k.isdigit()},
+            _first(expo, "spec_decode_num_accepted_tokens_per_pos_total"), "position").items()
+            if k.isascii() and k.isdigit() and len(k) < 7},
         histograms=histograms,
         legacy_hit_rate=_total(_first(expo, "gpu_prefix_cache_hit_rate")),
         legacy_prompt_tps=_total(_first(expo, "avg_prompt_throughput_toks_per_s")),
         legacy_generation_tps=_total(_first(expo, "avg_generation_throughput_toks_per_s")),
         process_start=start[0][1] if start else None, truncated=expo.truncated,
+        vllm=any(name in SNAPSHOT_NAMES and name.startswith(P) for name in expo.samples),
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
+from rigctl.files import read_own
 from rigctl.profiles.options import TableChoice, table_for
 from rigctl.profiles.schema import Profile
 from rigctl.profiles.vllm_args import profile_command
@@ -45,8 +46,8 @@ def _key(command: Sequence[str]) -> str | None:
 
 def _read_cache() -> dict[str, str]:
     try:
-        data = json.loads(cache_file().read_text())
-    except (OSError, ValueError):
+        data = json.loads(read_own(cache_file(), 4 * 1024 * 1024) or b"{}")
+    except (OSError, ValueError, RecursionError):
         return {}
     return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
 

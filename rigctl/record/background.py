@@ -14,7 +14,7 @@ from collections.abc import Callable
 from rigctl.config import Settings
 from rigctl.errors import RigctlError
 from rigctl.record.derive import Regression, current_regression, thresholds_of
-from rigctl.record.recorder import Observation, Recorder
+from rigctl.record.recorder import Notes, Observation, Recorder
 from rigctl.record.rows import Row
 from rigctl.record.store import RecorderBusy, RecordReader, RecordWriter
 
@@ -23,8 +23,10 @@ LOOK_BACK_S = 7 * 86400
 
 
 class BackgroundRecorder:
-    def __init__(self, settings: Settings, on_regression: Callable[[Regression], None]) -> None:
-        self.settings, self.on_regression = settings, on_regression
+    def __init__(self, settings: Settings, on_regression: Callable[[Regression], None],
+                 on_note: Callable[[str], None] = lambda text: None) -> None:
+        """`on_note`: trouble with the record, said once while it lasts (called from its thread)."""
+        self.settings, self.on_regression, self.on_note = settings, on_regression, on_note
         self._stop = threading.Event()
         self._queue: queue.Queue[Observation | None] = queue.Queue(maxsize=16)
         self._thread: threading.Thread | None = None
@@ -43,7 +45,7 @@ class BackgroundRecorder:
         except (OSError, RigctlError) as exc:
             self.problem = f"the serving record is not kept: {exc}"
             return False
-        recorder = Recorder(self._writer, self.settings.record_interval, self._row)
+        recorder = Recorder(self._writer, self.settings.record_interval, self._row, Notes(self.on_note))
 
         def run() -> None:
             try:
@@ -53,8 +55,9 @@ class BackgroundRecorder:
                     except queue.Empty:
                         continue
                     recorder.step(seen)
-            except RigctlError as exc:  # a full disk, a damaged file: the record stops, the TUI does not
+            except RigctlError as exc:  # trouble that will not pass (a damaged file): the record stops, the TUI not
                 self.problem = f"the serving record stopped: {exc}"
+                self.on_note(self.problem)
 
         self._thread = threading.Thread(target=run, name="recorder", daemon=True)
         self._thread.start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,11 +22,13 @@ from rigctl.engine.prom import ExpositionError
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
+from rigctl.jsonio import DamagedFile
 from rigctl.record.rows import Row, interval
-from rigctl.record.store import RecordWriter
+from rigctl.record.store import RecordTrouble, RecordWriter
 from rigctl.serve.statefiles import ServerRecord, read_record
 
 COMPACT_EVERY_S = 3600
+PENDING_ROWS = 8640  # rows kept in memory while the record cannot be written: a day at 10 s, ~10 MB
 GAUGE_NAMES = frozenset(P + n for n in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
                                         "gpu_cache_usage_perc", "cache_config_info"))
 
@@ -55,18 +58,44 @@ class Observation:
     read_energy: Callable[[], float | None] = lambda: None
 
 
-class ServingSource:
-    """Headless: what serves now (server.json), scraped, with the GPUs' energy."""
+class Notes:
+    """Trouble said once while it lasts, and once more when it passes: a recorder runs for months,
+    and a line every 2 s of the same fault would bury the journal."""
 
-    def __init__(self, sampler: RigSampler | None) -> None:
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self._open: dict[str, str] = {}
+
+    def trouble(self, key: str, text: str) -> None:
+        if key not in self._open:
+            self._open[key] = text
+            self.say(text)
+
+    def passed(self, key: str, text: str) -> None:
+        if self._open.pop(key, None) is not None:
+            self.say(text)
+
+
+class ServingSource:
+    """Headless: what serves now (server.json), scraped, with the GPUs' energy. What is not an
+    observation of vLLM (a damaged server.json, an answer that is not vLLM's exposition: random
+    bytes, a web page, an empty 200) is none, said once: never a row of idle serving time."""
+
+    def __init__(self, sampler: RigSampler | None, notes: Notes | None = None) -> None:
         self.sampler = sampler
+        self.notes = notes or Notes(lambda text: None)
         self._client: EngineClient | None = None
         self._url = ""
 
     def __call__(self, full: bool = True) -> Observation | None:
         """`full`: every family a row needs (an interval's ends); else the gauges alone (the
         samples between), which costs a fraction of a full read."""
-        record = read_record()
+        try:
+            record = read_record()
+        except DamagedFile as exc:
+            self.notes.trouble("server.json", f"{exc}: not recording until it is rewritten")
+            return None
+        self.notes.passed("server.json", "the server record is readable again")
         if record is None:
             return None
         if record.base_url != self._url:
@@ -77,6 +106,11 @@ class ServingSource:
             snap = self._client.metrics(time.time(), SNAPSHOT_NAMES if full else GAUGE_NAMES)
         except (EngineHTTPError, ExpositionError):
             return None
+        if not snap.is_vllm:
+            self.notes.trouble("exposition", f"{record.base_url}/metrics answered, but not with vLLM's metrics: "
+                                             f"nothing is recorded while it does")
+            return None
+        self.notes.passed("exposition", f"{record.base_url}/metrics answers with vLLM's metrics again")
         sampler = self.sampler
         return Observation(record.profile, boot_key(record), snap,
                            lambda: held_energy(sampler.snapshot(), record.pid) if sampler else None)
@@ -121,11 +155,14 @@ class Recorder:
     the dashboard's own engine poll feeds it (rigctl/record/background.py)."""
 
     def __init__(self, writer: RecordWriter, interval_s: float = 10.0,
-                 on_row: Callable[[Row], None] = lambda row: None) -> None:
+                 on_row: Callable[[Row], None] = lambda row: None, notes: Notes | None = None) -> None:
         self.writer, self.interval_s, self.on_row = writer, interval_s, on_row
+        self.notes = notes or Notes(lambda text: None)
         self.rows_written = 0
         self._current: _Interval | None = None
         self._compacted = -math.inf
+        self._pending: deque[Row] = deque(maxlen=PENDING_ROWS)
+        self.dropped = 0  # rows lost because trouble outlasted PENDING_ROWS
 
     @property
     def due(self) -> bool:
@@ -136,10 +173,28 @@ class Recorder:
     def new_boot(self, seen: Observation) -> bool:
         return self._current is not None and seen.boot != self._current.begin.boot
 
+    def _compact(self) -> None:
+        """Hourly. A clock that disagrees with the record deletes nothing (said once); trouble that
+        may pass is tried again at the next row; any other is raised (the recorder stops)."""
+        now = time.time()
+        try:
+            problem = self.writer.clock_problem(now)
+            if problem:
+                self.notes.trouble("clock", problem)
+            else:
+                self.notes.passed("clock", "the clock agrees with the record again: compaction resumes")
+                self.writer.compact(now)
+        except RecordTrouble as exc:
+            if not exc.passing:
+                raise
+            self.notes.trouble("write", f"{exc}; rows are kept in memory and written when it passes")
+            return
+        self._compacted = time.monotonic()
+
     def step(self, seen: Observation | None) -> None:
+        """One observation; RecordTrouble only for trouble that will not pass by itself."""
         if time.monotonic() - self._compacted >= COMPACT_EVERY_S:
-            self.writer.compact()
-            self._compacted = time.monotonic()
+            self._compact()
         current, due = self._current, self.due
         if seen is None:
             self._current = None  # the next answer starts afresh
@@ -153,9 +208,11 @@ class Recorder:
         else:
             current.gauge(seen.snapshot)
             if due:
-                energy = seen.read_energy()
-                self._write(current, seen, energy)
-                self._current = _Interval(seen, time.monotonic(), energy)
+                # the next interval starts at this observation, not after the write: a slow write (a
+                # lock waited on) must not drop its seconds from both rows
+                ended, energy = time.monotonic(), seen.read_energy()
+                self._write(current, seen, energy, ended)
+                self._current = _Interval(seen, ended, energy, last_gauge=ended)
 
     def run(self, source: ServingSource, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -165,14 +222,34 @@ class Recorder:
             self.step(seen)
             stop.wait(self.interval_s / 5)
 
-    def _write(self, span: _Interval, end: Observation, energy_now: float | None) -> None:
+    def _write(self, span: _Interval, end: Observation, energy_now: float | None, ended: float) -> None:
         energy = None
         if span.energy_j is not None and energy_now is not None and energy_now >= span.energy_j:
             energy = energy_now - span.energy_j
         row = interval(span.begin.snapshot, end.snapshot, end.profile, end.boot,
-                       seconds=time.monotonic() - span.started, kv_usage_max=span.kv_max,
+                       seconds=ended - span.started, kv_usage_max=span.kv_max,
                        kv_usage_seconds=span.kv_seconds, running_max=span.running_max,
                        waiting_max=span.waiting_max, energy_j=energy)
-        self.writer.add(row)
-        self.rows_written += 1
-        self.on_row(row)
+        if len(self._pending) == self._pending.maxlen:
+            self.dropped += 1
+        self._pending.append(row)
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the rows kept while the record could not be written, oldest first; trouble that may
+        pass keeps them for the next try (at the next row), other trouble is raised."""
+        while self._pending:
+            row = self._pending[0]
+            try:
+                self.writer.add(row)
+            except RecordTrouble as exc:
+                if not exc.passing:
+                    raise
+                self.notes.trouble("write", f"{exc}; rows are kept in memory (up to {PENDING_ROWS}) and written "
+                                            f"when it passes")
+                return
+            self._pending.popleft()
+            self.rows_written += 1
+            self.on_row(row)
+        self.notes.passed("write", f"the record is written again ({self.writer.path})"
+                          + (f"; {self.dropped} rows were lost while it could not be" if self.dropped else ""))

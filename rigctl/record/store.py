@@ -7,6 +7,7 @@ loses at most the row being written), bounded by downsampling and retention.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gc
 import json
@@ -21,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from rigctl import paths
-from rigctl.errors import RigctlError
+from rigctl.errors import RigctlError, UnsafePath
+from rigctl.files import open_own
 from rigctl.record.rows import COUNTED, Row, Timing, merge_timings
 
 SCHEMA_VERSION = 1
+BUSY_WAIT_S = 2.0
 RAW_KEEP_S = 24 * 3600
 DOWNSAMPLED_S = 300
 RETENTION_DAYS = 30
@@ -37,14 +40,94 @@ class RecorderBusy(RigctlError):
     """Another recorder writes the record."""
 
 
+class RecordTrouble(RigctlError):
+    """The record cannot be written now. `passing`: it may pass by itself (a full disk, a lock
+    another program holds), so a long-running recorder waits and tries again; otherwise (a
+    damaged file, a newer schema, a read-only dir) it will not, and the recorder stops."""
+
+    def __init__(self, message: str, passing: bool) -> None:
+        super().__init__(message)
+        self.passing = passing
+
+
+# SQLite's words for what passes by itself: another connection's lock, a full or failing disk
+_PASSING = ("database is locked", "database table is locked", "database or disk is full", "disk i/o error")
+
+
+def trouble(path: Path, doing: str, exc: BaseException) -> RecordTrouble:
+    """An sqlite3 or OS error in one line, with what to do, and whether it may pass."""
+    if isinstance(exc, RecordTrouble):
+        return exc
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    lowered = text.lower()
+    if isinstance(exc, UnsafePath):
+        return RecordTrouble(str(exc), passing=False)
+    if isinstance(exc, OSError):
+        passing = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EIO)
+        return RecordTrouble(f"{path}: {doing}: {text}", passing)
+    if "locked" in lowered:
+        return RecordTrouble(f"{path}: {doing}: another program holds a lock on it (an open sqlite3 shell, a "
+                             f"backup?)", passing=True)
+    if any(word in lowered for word in _PASSING):
+        return RecordTrouble(f"{path}: {doing}: {text}", passing=True)
+    if "readonly" in lowered or "read-only" in lowered:
+        return RecordTrouble(f"{path}: {doing}: the state dir is read-only", passing=False)
+    if "not a database" in lowered or "malformed" in lowered:
+        return RecordTrouble(f"{path}: {doing}: {text}; the file is damaged (move it away and a new record "
+                             f"starts)", passing=False)
+    return RecordTrouble(f"{path}: {doing}: {text}", passing=False)
+
+
 def record_path() -> Path:
     return paths.state_dir() / "record.sqlite"
+
+
+def _refuse_links(path: Path) -> None:
+    """SQLite follows a link where its file, its WAL or its shared memory should be: refuse one
+    (rigctl may run as root; the link's target would be written)."""
+    for one in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if one.is_symlink():
+            raise UnsafePath(one, "a symbolic link where rigctl keeps its record; rigctl never writes through one "
+                                  "(remove it)")
+        if one.exists() and not one.is_file():
+            raise UnsafePath(one, "not a regular file where rigctl keeps its record (remove it)")
+
+
+def _check_schema(db: sqlite3.Connection, path: Path) -> bool:
+    """True when the record has its table, in the shape this rigctl writes; False when it has none
+    yet (an empty file is an empty record); RecordTrouble for another schema."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "samples" not in tables:
+        return False
+    if "meta" in tables:
+        found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        version = int(found[0]) if found and str(found[0]).isdigit() else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise RecordTrouble(f"{path}: written by a newer rigctl (record schema {version}; this one reads "
+                                f"{SCHEMA_VERSION}): upgrade rigctl, or move the file away and a new record starts",
+                                passing=False)
+    columns = tuple(row[1] for row in db.execute("PRAGMA table_info(samples)"))
+    if columns != COLUMNS:
+        missing = [c for c in COLUMNS if c not in columns]
+        raise RecordTrouble(f"{path}: not the record this rigctl writes (its samples table "
+                            + (f"lacks {', '.join(missing[:3])}" if missing else f"has {len(columns)} columns, "
+                               f"not {len(COLUMNS)}")
+                            + "): move it away and a new record starts", passing=False)
+    return True
 
 
 def _connect(path: Path) -> sqlite3.Connection:
     # one connection, used by whichever thread records (the TUI's, or the main thread headless);
     # RecordWriter serialises its use
-    db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
+    _refuse_links(path)
+    # a short busy wait: a lock another program holds is waited out a row at a time (the recorder
+    # keeps sampling meanwhile), not by blocking the recorder's loop for long
+    db = sqlite3.connect(path, timeout=BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
+    try:
+        _check_schema(db, path)
+    except BaseException:
+        db.close()
+        raise
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash keeps every committed row but the last
     db.execute("""CREATE TABLE IF NOT EXISTS samples (
@@ -116,16 +199,21 @@ class RecordReader:
         return self.rows(since, boots=order[max(0, at - 1):at + 1])
 
     def _query(self, query: str, args: list[Any]) -> list[tuple[Any, ...]]:
+        """Rows of `query`; none from a record that does not exist or has no table yet (an empty
+        file); RecordTrouble, in one line, for one that cannot be read."""
         if not self.exists():
             return []
         try:
+            _refuse_links(self.path)
             db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
-        except sqlite3.Error as exc:
-            raise RigctlError(f"{self.path}: cannot open the record ({exc})") from exc
+        except (sqlite3.Error, OSError) as exc:
+            raise trouble(self.path, "cannot open the record", exc) from None
         try:
+            if not _check_schema(db, self.path):
+                return []
             return db.execute(query, args).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise RigctlError(f"{self.path}: the record cannot be read ({exc})") from exc
+        except sqlite3.Error as exc:
+            raise trouble(self.path, "the record cannot be read", exc) from None
         finally:
             db.close()
 
@@ -134,24 +222,32 @@ class RecordWriter:
     """The one writer: holds record.lock (flock) while open."""
 
     def __init__(self, path: Path | None = None, retention_days: float = RETENTION_DAYS) -> None:
+        """RecorderBusy when another recorder writes; RecordTrouble (one line, and whether it may pass)
+        when the record cannot be opened for writing."""
         self.path = path or record_path()
         self.retention_days = retention_days
-        paths.ensure_private_dir(self.path.parent)
-        self._lock = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        lock_path = self.path.with_suffix(".lock")
+        try:
+            paths.ensure_private_dir(self.path.parent)
+            self._lock = open_own(lock_path, os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            raise trouble(lock_path, "cannot open the recorder's lock", exc) from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(self._lock, 64, 0).decode(errors="replace").strip() or "?"
             os.close(self._lock)
             raise RecorderBusy(f"another recorder (pid {holder}) is writing {self.path}; one at a time") from None
-        os.ftruncate(self._lock, 0)
-        os.pwrite(self._lock, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(self._lock, 0)
+            os.pwrite(self._lock, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # who holds it is a courtesy for the one refused; the flock is what counts
         try:
             self.db = _connect(self.path)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError, RecordTrouble) as exc:
             os.close(self._lock)
-            raise RigctlError(f"{self.path}: cannot open the record ({exc}); "
-                              "move it away and a new one starts") from exc
+            raise trouble(self.path, "cannot open the record", exc) from None
         self._use = threading.Lock()
 
     def add(self, row: Row) -> None:
@@ -159,15 +255,34 @@ class RecordWriter:
             try:
                 self._insert(row)
             except sqlite3.Error as exc:
-                raise RigctlError(f"{self.path}: a row could not be written ({exc})") from exc
+                raise trouble(self.path, "a row could not be written", exc) from None
 
     def _insert(self, row: Row) -> None:
         self.db.execute(f"INSERT INTO samples VALUES ({','.join('?' * len(COLUMNS))})", _values(row))
 
+    def clock_problem(self, now: float) -> str | None:
+        """Why the clock cannot be trusted to say what is old: it disagrees with the record's own
+        newest row by more than the retention (an RTC before NTP, a clock set wrong)."""
+        with self._use:
+            try:
+                (newest,) = self.db.execute("SELECT MAX(ts) FROM samples").fetchone()
+            except sqlite3.Error as exc:
+                raise trouble(self.path, "the record could not be read", exc) from None
+        if newest is None or abs(now - newest) <= self.retention_days * 86400:
+            return None
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(newest))
+        ahead = "ahead of" if now > newest else "behind"
+        return (f"the clock ({time.strftime('%Y-%m-%d %H:%M', time.localtime(now))}) is "
+                f"{abs(now - newest) / 86400:.0f} days {ahead} the record's newest row ({stamp}): nothing is "
+                f"downsampled or dropped until they agree")
+
     def compact(self, now: float | None = None) -> tuple[int, int]:
         """Downsample raw rows older than a day into 5-minute rows, drop rows past the retention;
-        (rows downsampled, rows dropped). One transaction: a kill mid-way changes nothing."""
+        (rows downsampled, rows dropped). One transaction: a kill mid-way changes nothing. Nothing
+        at all while the clock disagrees with the record (clock_problem)."""
         now = time.time() if now is None else now
+        if self.clock_problem(now):
+            return 0, 0
         cutoff, oldest = now - RAW_KEEP_S, now - self.retention_days * 86400
         with self._use, self._transaction():
             dropped = self.db.execute("DELETE FROM samples WHERE ts <= ?", (oldest,)).rowcount
@@ -187,13 +302,20 @@ class RecordWriter:
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise RigctlError(f"{self.path}: the record could not be compacted ({exc})") from exc
+            raise trouble(self.path, "the record could not be compacted", exc) from None
         try:
             yield
+        except sqlite3.Error as exc:
+            self.db.execute("ROLLBACK")
+            raise trouble(self.path, "the record could not be compacted", exc) from None
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.db.execute("ROLLBACK")
+            raise trouble(self.path, "the record could not be compacted", exc) from None
 
     def close(self) -> None:
         with self._use:

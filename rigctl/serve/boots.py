@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from rigctl import jsonio, paths
+from rigctl.files import open_own, read_own
 from rigctl.profiles.schema import Profile
+
+HISTORY_LIMIT = 64 * 1024 * 1024  # a boot is ~600 bytes: a hundred thousand boots
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ def profile_hash(profile: Profile) -> str:
 def append(record: BootRecord) -> None:
     paths.ensure_private_dir(paths.state_dir())
     line = (jsonio.dumps(record.to_json(), sort_keys=True) + "\n").encode()
-    fd = os.open(boots_file(), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = open_own(boots_file(), os.O_RDWR | os.O_CREAT | os.O_APPEND)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -75,22 +78,23 @@ class History:
 def read_history() -> History:
     path = boots_file()
     try:
-        lines = path.read_text(errors="replace").splitlines()
-    except FileNotFoundError:
+        raw = read_own(path, HISTORY_LIMIT)
+    except (OSError, ValueError) as exc:
+        raise jsonio.DamagedFile(path, getattr(exc, "strerror", None) or str(exc)) from exc
+    if raw is None:
         return History([], [])
-    except OSError as exc:
-        raise jsonio.DamagedFile(path, exc.strerror or str(exc)) from exc
+    lines = raw.decode(errors="replace").splitlines()
     records: list[BootRecord] = []
     damaged: list[int] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = jsonio.loads_strict(line)
             if not isinstance(data, dict):
                 raise ValueError("not an object")
             records.append(jsonio.build(BootRecord, data, path))
-        except (ValueError, jsonio.DamagedFile):
+        except (ValueError, RecursionError, jsonio.DamagedFile):
             damaged.append(number)
     return History(records, damaged)
 

@@ -18,6 +18,7 @@ import psutil
 
 from rigctl import paths
 from rigctl.errors import StopFailed
+from rigctl.files import open_own
 from rigctl.proc import same_process, start_id, start_time
 from rigctl.serve import discover
 from rigctl.serve.logfollow import FileFollower
@@ -89,12 +90,10 @@ class ProcessLauncher:
 
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         directory = logs_dir()
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        log_path = directory / f"{stamp}-{profile}.log"
+        log_path, fd = _new_log(directory, f"{time.strftime('%Y%m%d-%H%M%S')}-{profile}")
         boot_id = uuid.uuid4().hex
         env = {**os.environ, **spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
                discover.LOG_VAR: str(log_path), discover.STATE_VAR: str(paths.state_dir())}
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             child = subprocess.Popen(list(spec.argv), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
                                      env=env, start_new_session=True)
@@ -210,9 +209,21 @@ def _group_alive(group: int, child: subprocess.Popen[bytes] | None) -> bool:
     return False
 
 
+def _new_log(directory: Path, stem: str) -> tuple[Path, int]:
+    """A log file made new for this boot: O_EXCL never opens what is there already, so a link
+    planted under the next log's name is passed over, never written through."""
+    for n in range(1, 100):
+        path = directory / (f"{stem}.log" if n == 1 else f"{stem}.{n}.log")
+        try:
+            return path, open_own(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{directory}: no free name for {stem}.log")
+
+
 def _prune(directory: Path) -> None:
     try:
-        logs = sorted(directory.glob("*.log"), key=lambda p: p.stat().st_mtime)
+        logs = sorted(directory.glob("*.log"), key=lambda p: p.lstat().st_mtime)
     except OSError:
         return
     for old in logs[:-KEEP_LOGS]:

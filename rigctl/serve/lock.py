@@ -15,7 +15,8 @@ import time
 from types import TracebackType
 
 from rigctl import paths
-from rigctl.errors import RigctlError
+from rigctl.errors import RigctlError, UnsafePath
+from rigctl.files import open_own, read_own
 
 
 class RigBusyError(RigctlError):
@@ -36,20 +37,24 @@ class RigLock:
 
     def holder(self) -> str:
         try:
-            info = json.loads(self.path.read_text() or "{}")
-            since = time.strftime("%H:%M:%S", time.localtime(info.get("since", 0)))
-            return f"pid {info.get('pid')} ({info.get('purpose')}, since {since})"
-        except (OSError, ValueError):
+            info = json.loads(read_own(self.path, 4096) or b"{}")
+            since = time.strftime("%H:%M:%S", time.localtime(float(info.get("since", 0))))
+            return f"pid {int(info.get('pid'))} ({str(info.get('purpose'))[:80]}, since {since})"
+        except (OSError, ValueError, TypeError, AttributeError, OverflowError):
             return "another rigctl"
 
     def _open(self) -> int:
         try:
             paths.ensure_private_dir(self.path.parent)
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            return open_own(self.path, os.O_RDWR | os.O_CREAT)
+        except UnsafePath:
+            raise
         except OSError:
             pass
         try:  # a read-only state dir: flock works on a read-only descriptor, a stop can still run
-            return os.open(self.path, os.O_RDONLY)
+            return open_own(self.path, os.O_RDONLY)
+        except UnsafePath:
+            raise
         except OSError as exc:
             raise RigctlError(f"cannot take the rig lock {self.path}: {exc.strerror or exc}") from exc
 

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import threading
 from pathlib import Path
+
+from rigctl.files import open_own
 
 
 class FileFollower:
@@ -28,11 +31,13 @@ class FileFollower:
 
     def read_new(self, limit: int = 1 << 20) -> list[str]:
         try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self._offset)
-                data = handle.read(limit)
+            fd = open_own(self.path, os.O_RDONLY)  # a server log rigctl made: never read through a link
         except FileNotFoundError:
             return []
+        try:
+            data = os.pread(fd, limit, self._offset)
+        finally:
+            os.close(fd)
         if not data:
             return []
         self._offset += len(data)

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from rigctl import paths
+from rigctl.files import own_path_problem
 from rigctl.gpu.model import GpuProcess, GpuSample
 from rigctl.profiles.settings import Setting, gpus_needed
 from rigctl.profiles.vllm_args import LaunchSpec
@@ -32,7 +33,15 @@ class Refusal:
 def before_lock(ctx: ServeContext, spec: LaunchSpec) -> Refusal | None:
     """Checks that need neither the lock nor the running server (the lock itself lives in the
     state dir, so an unwritable state dir is found here)."""
-    problem = paths.writable_problem(paths.state_dir())
+    state = paths.state_dir()
+    problem = own_path_problem(state, directory=True) or paths.writable_problem(state)
+    # a link is refused wherever the switch would open one; a history that is merely broken (a
+    # directory in its place) only loses the boot's record, said after the boot
+    for name, directory in (("logs", True), ("rig.lock", False)):
+        problem = problem or own_path_problem(state / name, directory)
+    history = own_path_problem(state / "history.jsonl")
+    if history and (state / "history.jsonl").is_symlink():
+        problem = problem or history
     if problem:
         return Refusal(problem)
     problems = ctx.launcher.check(spec)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from rigctl import paths
+from rigctl.files import open_own
 from rigctl.gpu.model import P2PCap, P2PStatus
 from rigctl.profiles.options import load_option_table
 from rigctl.sim import args as sim_args
@@ -81,7 +82,7 @@ def boot_regime() -> float:
         return 1.0
     counter = paths.state_dir() / "sim-boots"
     paths.ensure_private_dir(counter.parent)
-    fd = os.open(counter, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_own(counter, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         number = int(os.read(fd, 32) or b"0") + 1

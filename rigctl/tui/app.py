@@ -91,7 +91,7 @@ class RigApp(App[None]):
         self.history = HistoryScreen(id="history")
         self.bench = BenchScreen(id="bench")
         self.boot: BootScreen | None = None
-        self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell) if record else None
+        self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell, self._record_note) if record else None
         if serve is not None:
             serve.on_event = self._switch_event
 
@@ -121,6 +121,13 @@ class RigApp(App[None]):
         self.monitor.close()
         if self.recorder is not None:
             self.recorder.stop()
+
+    def _record_note(self, text: str) -> None:
+        """From the recorder's thread: trouble with the record, once while it lasts."""
+        try:
+            self.call_from_thread(self.notify, text, title="serving record", severity="warning", timeout=15)
+        except RuntimeError:  # the app is closing: the note has nobody to reach
+            pass
 
     def _hit_rate_fell(self, regression: Regression) -> None:
         """From the recorder's thread, once per boot."""

@@ -104,7 +104,7 @@ def test_a_damaged_record_is_said_once_and_the_tui_goes_on(isolated_dirs: Path) 
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
             assert app.recorder is not None and app.recorder.problem is not None
-            assert "move it away and a new one starts" in app.recorder.problem
+            assert "move it away and a new record starts" in app.recorder.problem
             assert any("the serving record is not kept" in str(n.message) for n in app._notifications)
             await pilot.press("d")
             assert app.screen.id == "dashboard"

@@ -4,6 +4,7 @@ protocol, one that answers 200 with nothing a vLLM would say."""
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import time
@@ -48,6 +49,13 @@ class BadServer:
                 conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
             elif self.behaviour == "empty":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nContent-Type: text/plain\r\n\r\n")
+            elif self.behaviour == "random":
+                body = bytes(random.Random(7).getrandbits(8) for _ in range(4096))
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            elif self.behaviour == "html":
+                body = b"<!doctype html>\n<html><head><title>Router login</title></head><body>hi</body></html>\n"
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
+                             % len(body) + body)
             elif self.behaviour == "not-vllm":
                 body = b"# HELP python_info x\npython_info{version=\"3.11\"} 1.0\nprocess_cpu_seconds_total 1.5\n"
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
