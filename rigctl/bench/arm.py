@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigctl.bench.live import ArmProgress
 from rigctl.bench.loadgen import LoadTarget, RequestOptions, RequestResult, run_load, schedule
 from rigctl.bench.plan import Workload
 from rigctl.bench.rawdir import RawDir
@@ -26,22 +28,12 @@ from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.sampler import RigSampler
+from rigctl.redact import redact_text
+from rigctl.serve.launchers import Launcher
+from rigctl.serve.logfollow import FileFollower
 from rigctl.serve.statefiles import ServerRecord
 
 SAMPLE_PERIOD = 0.5  # s between looks at the engine and the GPUs during the measured window
-
-
-@dataclass(frozen=True)
-class ArmProgress:
-    number: int
-    arms: int
-    role: str
-    profile: str
-    phase: str  # switching | cold check | warm-up | measuring | done
-    done: int = 0
-    total: int | None = None
-    tok_per_s: float | None = None
-    eta_s: float | None = None
 
 
 @dataclass
@@ -56,11 +48,13 @@ class ArmRecord:
     warmup_failed: int = 0
     serving_gpus: tuple[int, ...] = ()
     started: float = 0.0
+    died: str = ""  # the arm's server died while it was measured: how
 
     def outcome(self) -> ArmOutcome:
         return ArmOutcome(self.number, self.role, self.profile, self.figures.metrics, self.cold.cold,
                           self.figures.requests, self.figures.failed,
-                          self.figures.errors[0] if self.figures.errors else "", self.figures.heat.peak_c)
+                          self.figures.errors[0] if self.figures.errors else "", self.figures.heat.peak_c,
+                          self.died)
 
     def to_json(self) -> dict[str, Any]:
         f = self.figures
@@ -73,7 +67,7 @@ class ArmRecord:
             "warmup_requests": self.warmup_requests, "warmup_failed": self.warmup_failed,
             "serving_gpus": list(self.serving_gpus),
             "gpu_temp_start_c": f.heat.start_c, "gpu_temp_peak_c": f.heat.peak_c, "energy_j": f.heat.energy_j,
-            "power_w": f.heat.power_w, "boot": self.boot, **f.metrics,
+            "power_w": f.heat.power_w, "boot": self.boot, "server_died": self.died or None, **f.metrics,
         }
 
 
@@ -124,9 +118,35 @@ class _Watcher(threading.Thread):
         return self.samples
 
 
+def server_death(launcher: Launcher, record: ServerRecord) -> str:
+    """How the arm's server died ("" while it runs): its exit, and the last line of its log."""
+    if launcher.alive(record):
+        return ""
+    code = launcher.exit_code(record)
+    if code is None or (code == -1 and launcher.name != "process"):
+        how = "exited"
+    elif code < 0:
+        how = f"was killed by {signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code}"
+    else:
+        how = f"exited with status {code}"
+    last = ""
+    try:
+        follower = launcher.follower(record)
+        if isinstance(follower, FileFollower):
+            follower.skip_to_tail(8192)
+            lines = [line for line in follower.read_new() if line.strip()]
+            last = redact_text(lines[-1].strip())[:200] if lines else ""
+        follower.close()
+    except Exception:  # noqa: BLE001 - the log is a courtesy here; the death is what counts
+        last = ""
+    return f"its server (pid {record.pid}) {how} during the measured requests" + (f": {last}" if last else "")
+
+
 def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerRecord, api_key: str | None,
                 workload: Workload, sampler: RigSampler | None, raw: RawDir, boot: dict[str, Any],
-                on_progress: Callable[[ArmProgress], None], stop: threading.Event) -> ArmRecord:
+                on_progress: Callable[[ArmProgress], None], stop: threading.Event,
+                death: Callable[[], str] = lambda: "") -> ArmRecord:
+    """`death`: how the arm's server died, asked once the measured requests are over ("" alive)."""
     stem = raw.arm_stem(number, role)
     model = record.served_names[0] if record.served_names else profile
     target = LoadTarget(record.base_url, model, api_key)
@@ -169,6 +189,7 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
         results, elapsed = run_load(target, schedule(prompts.measured, arrivals(workload)), workload.concurrency,
                                     options, workload.duration_s, on_result, stop)
         samples = watcher.finish()
+        died = death()
         text, after = _scrape(client)
         raw.write_text(f"{stem}.metrics-after.prom", text or "")
     cold = cold_check(cold_snapshot, before, after)
@@ -176,7 +197,7 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
     raw.write_lines(f"{stem}.samples.jsonl", (s.to_json() for s in samples))
     figures = arm_figures(results, elapsed, before, after, samples, boot.get("kv_tokens"), boot.get("max_model_len"))
     arm = ArmRecord(number, role, profile, cold, figures, boot, len(warmups), sum(not w.success for w in warmups),
-                    gpus, started)
+                    gpus, started, died)
     raw.write_json(f"{stem}.json", arm.to_json())
     progress("done", figures.completed, figures.requests, figures.metrics.get("output_tok_per_s"), 0.0)
     return arm

@@ -1,6 +1,11 @@
-"""The running bench, for whoever looks (the TUI's bench screen, `rigctl bench list`):
-state_dir/bench/live.json, rewritten at most twice a second while a run goes, removed at
-its end. Its owner's pid tells a live run from one that died without cleaning up."""
+"""The running bench, for whoever looks, and the mark a bench leaves when it is cut short:
+state_dir/bench/live.json. Written before the first arm switches (a bench that cannot write it
+does not start), rewritten at most twice a second while it runs, removed once the control serves
+again. Left behind, it is how the next rigctl (status, switch, bench list, the TUI) knows a bench
+was cut short (its owner died: a SIGKILL, a lost SSH session) or ended without putting the
+control back (a second Ctrl-C), which profile it left serving, and what `rigctl bench --restore`
+puts back.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from rigctl import jsonio
 from rigctl.atomic import write_text_atomic
-from rigctl.bench.arm import ArmProgress
 from rigctl.bench.rawdir import bench_dir
+from rigctl.proc import same_process, start_id
 
 PERIOD = 0.5
+
+
+@dataclass(frozen=True)
+class ArmProgress:
+    number: int
+    arms: int
+    role: str
+    profile: str
+    phase: str  # switching | cold check | warm-up | measuring | done
+    done: int = 0
+    total: int | None = None
+    tok_per_s: float | None = None
+    eta_s: float | None = None
 
 
 def live_file() -> Path:
@@ -32,39 +48,86 @@ class LiveBench:
     started: float
     updated: float
     progress: ArmProgress
+    control: str = ""
+    candidate: str = ""
+    owner_start: str | None = None
+    ended: str = ""  # set when the run ended without putting the control back: why
+    alive: bool = True  # its rigctl still runs
 
     def elapsed(self) -> float:
         return self.updated - self.started
 
+    @property
+    def cut_short(self) -> bool:
+        return not self.alive or bool(self.ended)
+
+    def why(self) -> str:
+        """Why the control may not serve, in words."""
+        if self.ended:
+            return self.ended
+        p = self.progress
+        return (f"rigctl pid {self.pid} died during arm {p.number} of {p.arms} ({p.role} {p.profile}, "
+                f"{p.phase})")
+
+    def note(self, serving: str | None) -> str:
+        """The line every command shows while the mark is there."""
+        now = f"{serving} serves" if serving else "nothing serves"
+        return (f"a bench ({self.plan}) was cut short: {self.why()}; {now}, and the control {self.control} was not "
+                f"put back: `rigctl bench --restore` puts it back (or switch to the profile you want)")
+
 
 class LiveWriter:
-    def __init__(self, plan: str, raw_dir: Path) -> None:
-        self.plan, self.raw_dir = plan, str(raw_dir)
+    def __init__(self, plan: str, raw_dir: Path, control: str, candidate: str) -> None:
+        """Writes the mark now: OSError when it cannot be (the bench then touches nothing)."""
+        self.plan, self.raw_dir, self.control, self.candidate = plan, str(raw_dir), control, candidate
         self.started = time.time()
         self._last = 0.0
+        self._progress = ArmProgress(0, 0, "control", control, "starting")
+        self._write(self._progress, "")
+
+    def _write(self, progress: ArmProgress, ended: str) -> None:
+        data = {"plan": self.plan, "raw_dir": self.raw_dir, "pid": os.getpid(), "owner_start": start_id(os.getpid()),
+                "started": self.started, "updated": time.time(), "control": self.control,
+                "candidate": self.candidate, "progress": asdict(progress), "ended": ended}
+        write_text_atomic(live_file(), jsonio.dumps(data), 0o600)
 
     def __call__(self, progress: ArmProgress) -> None:
         now = time.monotonic()
+        self._progress = progress
         if now - self._last < PERIOD and progress.phase == "measuring":
             return
         self._last = now
-        data = {"plan": self.plan, "raw_dir": self.raw_dir, "pid": os.getpid(), "started": self.started,
-                "updated": time.time(), "progress": asdict(progress)}
         try:
-            write_text_atomic(live_file(), jsonio.dumps(data), 0o600)
+            self._write(progress, "")
         except OSError:
-            pass  # a courtesy for onlookers; the run's own files are what count
+            pass  # the mark written at the start stays: it still says a bench runs, and where
 
-    def close(self) -> None:
+    def leave(self, why: str) -> None:
+        """The run ends without the control serving: the mark stays, saying why."""
         try:
-            live_file().unlink()
+            self._write(self._progress, why)
         except OSError:
             pass
 
+    def close(self) -> None:
+        clear_live()
+
+
+def clear_live() -> None:
+    try:
+        live_file().unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key, "")
+    return value if isinstance(value, str) else ""
+
 
 def read_live() -> LiveBench | None:
-    """The bench running on this rig now, or None (none, or its owner is gone)."""
-    data: dict[str, Any] | None
+    """The bench this rig runs, or the mark of one cut short (alive False, or ended said); None when
+    there is neither (or the mark is unreadable: it is only ever a courtesy)."""
     try:
         data = jsonio.read_object(live_file())
     except jsonio.DamagedFile:
@@ -73,9 +136,30 @@ def read_live() -> LiveBench | None:
         return None
     try:
         pid = int(data["pid"])
-        if not psutil.pid_exists(pid):
-            return None
+        owner = data.get("owner_start")
+        progress = ArmProgress(**data["progress"])
         return LiveBench(str(data["plan"]), str(data["raw_dir"]), pid, float(data["started"]),
-                         float(data["updated"]), ArmProgress(**data["progress"]))
+                         float(data["updated"]), progress, _text(data, "control"), _text(data, "candidate"),
+                         owner if isinstance(owner, str) else None, _text(data, "ended"),
+                         alive=same_process(pid, start=owner if isinstance(owner, str) else None))
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def settle(live: LiveBench, how: str) -> None:
+    """The owner decided what serves (`bench --restore`, a switch, a stop): the run's directory says
+    how it ended, and the mark goes."""
+    verdict = Path(live.raw_dir) / "verdict.json"
+    try:
+        kept = jsonio.read_object(verdict) or {}
+    except jsonio.DamagedFile:
+        kept = {}
+    if kept.get("status") in (None, "running"):
+        kept = {**kept, "plan": live.plan, "status": "cut_short", "verdict": None,
+                "message": f"cut short: {live.why()}", "reason": f"cut short: {live.why()}"}
+    kept["settled"] = how
+    try:
+        write_text_atomic(verdict, jsonio.dumps(kept, indent=2) + "\n", 0o600)
+    except OSError:
+        pass  # the run's raw files stay; only its last word is missing
+    clear_live()

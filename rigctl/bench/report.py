@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from rigctl import fmt
 from rigctl.bench.arm import ArmRecord
+from rigctl.bench.live import read_live
 from rigctl.bench.loadgen import RequestResult
 from rigctl.bench.metrics import METRICS, TABLE, WHEN_PRESENT, Metric
 from rigctl.bench.plan import PlanError, parse_plan
@@ -92,8 +94,9 @@ def render(data: dict[str, Any]) -> str:
         for error in arm.get("errors", [])[:2]:
             lines.append(f"arm {arm['number']} error: {error}")
     verdict = data.get("verdict")
-    lines.append(f"verdict: {verdict.upper() if verdict else data.get('status', 'failed').upper()}: "
-                 f"{data.get('reason') or data.get('message') or ''}")
+    status = str(data.get("status") or "failed").replace("_", " ")
+    reason = data.get("reason") or data.get("message") or "no reason was recorded"
+    lines.append(f"verdict: {verdict.upper() if verdict else status.upper()}: {reason}")
     if data.get("serving"):
         lines.append(f"serving now: {data['serving']}")
     lines.append(f"raw data: {data['raw_dir']}")
@@ -141,14 +144,26 @@ def reload(raw: RawDir) -> dict[str, Any]:
                           _snapshot(raw, f"{stem}.metrics-after.prom"))
         arms.append(ArmRecord(number, role, profile, cold, figures, boot, summary.get("warmup_requests", 0),
                               summary.get("warmup_failed", 0), tuple(summary.get("serving_gpus", ())),
-                              summary.get("started", 0.0)))
-    result = BenchResult(plan, raw, arms, status=kept.get("status", "complete" if len(arms) == len(plan.arms())
-                                                           else "failed"),
-                         message=kept.get("message", ""), serving=kept.get("serving"),
+                              summary.get("started", 0.0), str(summary.get("server_died") or "")))
+    status, message = kept.get("status"), kept.get("message", "")
+    if status is None:  # no verdict was written: the run is going on, or its rigctl died
+        status, message = ending(raw)
+    result = BenchResult(plan, raw, arms, status=status, message=message, serving=kept.get("serving"),
                          changes=run.get("changes", []), warnings=run.get("warnings", []))
     if result.status == "complete":
         result.verdict = decide(plan.gate, [a.outcome() for a in arms])
     return result.to_json()
+
+
+def ending(raw: RawDir) -> tuple[str, str]:
+    """(status, why) of a kept run that has no verdict: running, or cut short and how."""
+    live = read_live()
+    if live is not None and Path(live.raw_dir) == raw.path:
+        if not live.cut_short:
+            p = live.progress
+            return "running", f"running: arm {p.number} of {p.arms} ({p.role} {p.profile}, {p.phase})"
+        return "cut_short", f"cut short: {live.why()}"
+    return "cut_short", "cut short: no verdict was written (the rigctl that ran it stopped before the end)"
 
 
 def list_rows() -> list[list[str]]:
@@ -164,8 +179,11 @@ def list_rows() -> list[list[str]]:
         control = next((p for r, p in arms if r == "control"), "?")
         candidate = next((p for r, p in arms if r == "candidate"), "?")
         change = kept.get("change")
+        outcome = kept.get("verdict") or (kept.get("message") if kept.get("status") == "cut_short" else None) \
+            or kept.get("status")
+        if not kept:
+            outcome = ending(raw)[1]
         rows.append([raw.path.name, time.strftime("%Y-%m-%d %H:%M", time.localtime(run.get("started", 0))),
                      f"{control} -> {candidate}", json.dumps(run.get("gate", {}).get("metric")).strip('"'),
-                     f"{change * 100:+.1f}%" if isinstance(change, (int, float)) else "",
-                     kept.get("verdict") or kept.get("status") or "running or cut short"])
+                     f"{change * 100:+.1f}%" if isinstance(change, (int, float)) else "", str(outcome)])
     return rows

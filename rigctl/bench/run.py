@@ -2,12 +2,18 @@
 switch transaction, under the rig lock for the whole run (a switch from anywhere else is
 refused until it ends); then the verdict, and the control serving again.
 
-A switch that fails stops the run and puts the control back; so does Ctrl-C (or `stop`).
-Whatever happens, the arms that finished stay in the run's directory.
+The profiles are resolved once, before the first arm (rigctl bench check's CheckedPlan): an edit
+of their files during the run changes nothing of it, and the control as resolved is what every
+failed step rolls back to and what is put back at the end; a bench never makes its candidate the
+last good profile. A switch that fails, a fault mid-arm (a full disk), a server that dies and
+Ctrl-C all stop the run and put the control back; a second Ctrl-C leaves at once, saying what
+serves. Whatever happens, the arms that finished stay in the run's directory, and a run that ends
+without the control serving (or whose rigctl dies) leaves the mark bench/live.py describes.
 """
 
 from __future__ import annotations
 
+import functools
 import platform
 import threading
 import time
@@ -16,20 +22,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rigctl import __version__
-from rigctl.bench.arm import ArmProgress, ArmRecord, measure_arm
+from rigctl.bench.arm import ArmRecord, measure_arm, server_death
 from rigctl.bench.checks import CheckedPlan
-from rigctl.bench.live import LiveWriter
+from rigctl.bench.live import ArmProgress, LiveWriter
 from rigctl.bench.plan import BenchPlan
 from rigctl.bench.rawdir import RawDir
 from rigctl.bench.verdict import Verdict, decide
-from rigctl.errors import ExitCode
-from rigctl.jsonio import DamagedFile
+from rigctl.errors import ExitCode, RigctlError
 from rigctl.serve import boots
 from rigctl.serve.lock import RigLock
 from rigctl.serve.serving import find_running
-from rigctl.serve.statefiles import read_record
-from rigctl.serve.steps import Interrupt, ServeContext
-from rigctl.serve.switch import SwitchOutcome, switch
+from rigctl.serve.steps import Interrupt, Prepared, ServeContext
+from rigctl.serve.switch import SwitchOutcome, left_behind, serving_name, switch
 
 
 @dataclass
@@ -38,7 +42,7 @@ class BenchResult:
     raw: RawDir
     arms: list[ArmRecord] = field(default_factory=list)
     verdict: Verdict | None = None
-    status: str = "complete"  # complete | failed | interrupted
+    status: str = "complete"  # complete | failed | interrupted (| cut_short, said by a later rigctl)
     message: str = ""
     serving: str | None = None  # the profile serving when the run ended
     changes: list[dict[str, str | None]] = field(default_factory=list)
@@ -68,14 +72,6 @@ class BenchResult:
         }
 
 
-def _serving_now() -> str | None:
-    try:
-        record = read_record()
-    except (DamagedFile, OSError):
-        return None
-    return record.profile if record else None
-
-
 def _boot_of(profile: str, since: float, outcome: SwitchOutcome) -> dict[str, Any]:
     """The boot record the switch appended for this arm (the attempt's report if it is missing)."""
     for record in reversed(boots.read_all()):
@@ -88,67 +84,110 @@ def _boot_of(profile: str, since: float, outcome: SwitchOutcome) -> dict[str, An
             "boot_seconds": round(outcome.attempt.seconds, 2) if outcome.attempt else None}
 
 
-def _switch(ctx: ServeContext, profile: str) -> SwitchOutcome:
+def _switch(ctx: ServeContext, target: Prepared, control: Prepared) -> SwitchOutcome:
+    """A switch to a profile as the bench resolved it at the start (an edit of its file since
+    changes nothing), rolling back to the control as resolved, which stays the last good profile."""
     ctx.interrupt = Interrupt()  # a Ctrl-C that stopped the previous step must not stop this switch
-    return switch(ctx, profile, rollback=True)
+    return switch(ctx, target.profile.name, rollback=True, prepared=target, fallback=control)
 
 
-def _restore(ctx: ServeContext, result: BenchResult, control: str) -> None:
+class _Left(Exception):
+    """A second Ctrl-C inside a switch: the switch said what it left; the bench leaves too."""
+
+
+def _restore(ctx: ServeContext, result: BenchResult, control: Prepared) -> None:
     """Put the control back if anything else serves (or nothing does)."""
-    if _serving_now() == control:
+    if serving_name(ctx) == control.profile.name:
         return
-    ctx.say("step", f"putting the control {control} back")
-    outcome = _switch(ctx, control)
+    ctx.say("step", f"putting the control {control.profile.name} back")
+    outcome = _switch(ctx, control, control)
+    if outcome.status == "interrupted":
+        raise _Left(outcome.message)
     if outcome.exit_code != ExitCode.OK:
-        result.message += f"; the control {control} could not be put back: {outcome.message}"
+        result.message += f"; the control {control.profile.name} could not be put back: {outcome.message}"
 
 
 def run_bench(ctx: ServeContext, checked: CheckedPlan, *, keep_candidate: bool = False,
               on_progress: Callable[[ArmProgress], None] = lambda progress: None,
               stop: threading.Event | None = None, lock_wait: float = 0.0) -> BenchResult:
+    """The run. Whatever goes wrong once an arm has switched (a failed boot, a full disk, a
+    server that dies, Ctrl-C), the control serves at the end, or the result says exactly what
+    serves and why the control could not be put back."""
     plan = checked.plan
     stop = stop or threading.Event()
     with RigLock(f"bench {plan.name}", lock_wait):  # RigBusyError (exit 1) before anything is written
-        raw = RawDir.create(plan.name)
-        result = BenchResult(plan, raw, changes=[{"what": c.what, "control": c.before, "candidate": c.after}
-                                                 for c in checked.changes], warnings=list(checked.warnings))
-        raw.write_text("plan.toml", plan.text)
-        raw.write_json("run.json", {"plan": plan.name, "plan_file": str(plan.path), "started": time.time(),
-                                    "rigctl": __version__, "host": platform.node(),
-                                    "rig": ctx.rig.backend if ctx.rig else None, "order": plan.order,
-                                    "arms": plan.arms(), "workload": asdict(plan.workload),
-                                    "gate": asdict(plan.gate), "changes": result.changes,
-                                    "warnings": result.warnings, "serving_before": _serving_now()})
-        live = LiveWriter(plan.name, raw.path)
+        try:
+            raw = RawDir.create(plan.name)
+            raw.write_text("plan.toml", plan.text)
+            result = BenchResult(plan, raw, changes=[{"what": c.what, "control": c.before, "candidate": c.after}
+                                                     for c in checked.changes], warnings=list(checked.warnings))
+            raw.write_json("run.json", {"plan": plan.name, "plan_file": str(plan.path), "started": time.time(),
+                                        "rigctl": __version__, "host": platform.node(),
+                                        "rig": ctx.rig.backend if ctx.rig else None, "order": plan.order,
+                                        "arms": plan.arms(), "workload": asdict(plan.workload),
+                                        "gate": asdict(plan.gate), "changes": result.changes,
+                                        "warnings": result.warnings, "serving_before": serving_name(ctx)})
+            live = LiveWriter(plan.name, raw.path, plan.control, plan.candidate)
+        except OSError as exc:
+            raise RigctlError(f"the bench's raw files cannot be written ({_reason(exc)}); nothing was "
+                              f"switched") from None
 
         def progress(step: ArmProgress) -> None:
             live(step)
             on_progress(step)
 
         try:
-            _arms(ctx, plan, result, progress, stop)
-        except KeyboardInterrupt:
-            result.status, result.message = "interrupted", "interrupted at the second Ctrl-C"
-            _finish(result)
+            _run(ctx, checked, result, progress, stop, keep_candidate)
+        except (KeyboardInterrupt, _Left) as exc:
+            left = str(exc) if isinstance(exc, _Left) else f"left at the second Ctrl-C: {left_behind(ctx)}"
+            result.status, result.message = "interrupted", left
+        result.serving = serving_name(ctx)
+        wanted = plan.candidate if keep_candidate and result.verdict and result.verdict.verdict == "promote" \
+            else plan.control
+        if result.serving == wanted:
             live.close()
-            raise
-        live.close()
-        if result.status == "complete":
-            result.verdict = decide(plan.gate, [a.outcome() for a in result.arms])
-            promoted = result.verdict.verdict == "promote"
-            if keep_candidate and promoted and plan.candidate != plan.control:
-                ctx.say("step", f"promoted: {plan.candidate} serves on (--keep-candidate)")
-                outcome = _switch(ctx, plan.candidate)
-                if outcome.exit_code != ExitCode.OK:
-                    result.message = f"promoted, but {plan.candidate} did not start again: {outcome.message}"
-                    _restore(ctx, result, plan.control)
-            else:
-                _restore(ctx, result, plan.control)
         else:
-            _restore(ctx, result, plan.control)
-        result.serving = _serving_now()
+            live.leave(result.message or f"the bench ended with {result.serving or 'nothing'} serving")
+            result.message += (f"; the control {plan.control} was not put back: `rigctl bench --restore` puts it "
+                               f"back") if "bench --restore" not in result.message else ""
         _finish(result)
     return result
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror}"
+    return str(exc) or type(exc).__name__
+
+
+def _run(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, progress: Callable[[ArmProgress], None],
+         stop: threading.Event, keep_candidate: bool) -> None:
+    plan = checked.plan
+    try:
+        _arms(ctx, checked, result, progress, stop)
+    except (KeyboardInterrupt, _Left):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a fault mid-arm (a full disk, a broken read): the control goes back
+        arm = len(result.arms) + 1
+        result.status = "failed"
+        result.message = f"arm {arm} of {len(plan.arms())} broke off: {_reason(exc)}"
+        ctx.say("failure", result.message)
+        _restore(ctx, result, checked.control)
+        return
+    if result.status != "complete":
+        _restore(ctx, result, checked.control)
+        return
+    result.verdict = decide(plan.gate, [a.outcome() for a in result.arms])
+    if keep_candidate and result.verdict.verdict == "promote" and plan.candidate != plan.control:
+        ctx.say("step", f"promoted: {plan.candidate} serves on (--keep-candidate)")
+        outcome = switch(ctx, plan.candidate, rollback=True, prepared=checked.candidate, fallback=checked.control)
+        if outcome.status == "interrupted":
+            raise _Left(outcome.message)
+        if outcome.exit_code != ExitCode.OK:
+            result.message = f"promoted, but {plan.candidate} did not start again: {outcome.message}"
+            _restore(ctx, result, checked.control)
+        return
+    _restore(ctx, result, checked.control)
 
 
 def _finish(result: BenchResult) -> None:
@@ -158,9 +197,11 @@ def _finish(result: BenchResult) -> None:
         result.warnings.append(f"verdict.json was not written: {exc.strerror or exc}")
 
 
-def _arms(ctx: ServeContext, plan: BenchPlan, result: BenchResult, on_progress: Callable[[ArmProgress], None],
+def _arms(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, on_progress: Callable[[ArmProgress], None],
           stop: threading.Event) -> None:
+    plan = checked.plan
     arms = plan.arms()
+    resolved = {"control": checked.control, "candidate": checked.candidate}
     for number, (role, profile) in enumerate(arms, start=1):
         if stop.is_set():
             result.status, result.message = "interrupted", f"stopped before arm {number} of {len(arms)}"
@@ -168,7 +209,9 @@ def _arms(ctx: ServeContext, plan: BenchPlan, result: BenchResult, on_progress: 
         ctx.say("step", f"arm {number}/{len(arms)}: {role} {profile}")
         on_progress(ArmProgress(number, len(arms), role, profile, "switching"))
         since = time.time()
-        outcome = _switch(ctx, profile)
+        outcome = _switch(ctx, resolved[role], checked.control)
+        if outcome.status == "interrupted":
+            raise _Left(outcome.message)
         if outcome.exit_code != ExitCode.OK:
             result.status = "failed"
             result.message = f"arm {number} ({role} {profile}): the switch failed: {outcome.message}"
@@ -178,9 +221,10 @@ def _arms(ctx: ServeContext, plan: BenchPlan, result: BenchResult, on_progress: 
             result.status = "failed"
             result.message = f"arm {number} ({role} {profile}): switched, but no server record is there to measure"
             return
-        arm = measure_arm(number, len(arms), role, profile, running.record, running.launcher.api_key(running.record),
+        record, launcher = running.record, running.launcher
+        arm = measure_arm(number, len(arms), role, profile, record, launcher.api_key(record),
                           plan.workload, ctx.sampler, result.raw, _boot_of(profile, since, outcome), on_progress,
-                          stop)
+                          stop, functools.partial(server_death, launcher, record))
         result.arms.append(arm)
         if stop.is_set():
             result.status, result.message = "interrupted", f"stopped during arm {number} of {len(arms)}"

@@ -37,6 +37,7 @@ class ArmOutcome:
     failed: int
     first_error: str = ""
     peak_c: float | None = None
+    died: str = ""  # its server died while it was measured: how
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,12 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome]) -> Verdict:
     if len(controls) < 2 or not candidates:
         return verdict("inconclusive", "a verdict needs two control arms around the candidate; the run stopped short")
     for arm in controls:
+        if arm.died:
+            return verdict("inconclusive", f"control arm {arm.number} ({arm.profile}): {arm.died}")
+    for arm in candidates:
+        if arm.died:
+            return verdict("reject", f"candidate arm {arm.number} ({arm.profile}): {arm.died}")
+    for arm in controls:
         if arm.failed:
             return verdict("inconclusive", f"control arm {arm.number} ({arm.profile}): {arm.failed} of "
                                            f"{arm.requests} requests failed ({arm.first_error})")
@@ -155,16 +162,23 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome]) -> Verdict:
                                       f"{spread * 100:.1f}%" + (", guards held" if guards else ""), change), arms)
 
 
+def _state(arm: ArmOutcome) -> str:
+    return "ran on a warm prefix cache" if arm.cold is False else "could not be proven cold"
+
+
 def _warmth(result: Verdict, arms: Sequence[ArmOutcome]) -> Verdict:
+    """A warm arm cannot promote; a warm control makes a rejection inconclusive. The arms named are
+    the ones that were warm (every one of them), in the role that matters for the verdict."""
     warm = [a for a in arms if a.cold is not True]
+    warm_controls = [a for a in warm if a.role == "control"]
     if not warm:
         return result
-    arm = warm[0]
-    state = "ran on a warm prefix cache" if arm.cold is False else "could not be proven cold"
     if result.verdict == "promote":
-        why = f"it would promote, but arm {arm.number} ({arm.profile}) {state}: a warm cache cannot promote"
-    elif result.verdict == "reject" and any(a.role == "control" for a in warm):
-        why = f"it would reject, but control arm {arm.number} ({arm.profile}) {state}: its figures are inflated"
+        named = "; ".join(f"{a.role} arm {a.number} ({a.profile}) {_state(a)}" for a in warm)
+        why = f"it would promote, but {named}: a warm cache cannot promote"
+    elif result.verdict == "reject" and warm_controls:
+        named = "; ".join(f"control arm {a.number} ({a.profile}) {_state(a)}" for a in warm_controls)
+        why = f"it would reject, but {named}: its figures are inflated"
     else:
         return result
     return Verdict("inconclusive", why, result.control_mean, result.candidate_mean, result.change,

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rigctl import fmt
-from rigctl.bench.arm import ArmProgress
 from rigctl.bench.checks import check_plan
+from rigctl.bench.live import ArmProgress, read_live, settle
 from rigctl.bench.plan import load_plan
 from rigctl.bench.rawdir import RawDir, bench_dir
 from rigctl.bench.report import list_rows, reload, render
@@ -31,10 +31,13 @@ ACTIONS = ("check", "report", "list")
 
 def register(sub: Any) -> None:
     p = common.add_command(sub, "bench")
-    p.add_argument("what", nargs="+", metavar="PLAN | check PLAN | report DIR | list",
+    p.add_argument("what", nargs="*", metavar="PLAN | check PLAN | report DIR | list",
                    help="a plan file or a plan name in ~/.config/rigctl/plans/; `check` validates it only, "
                         "`report` shows a kept run again, `list` lists kept runs")
     p.add_argument("--keep-candidate", action="store_true", help="leave the candidate serving when it is promoted")
+    p.add_argument("--restore", action="store_true",
+                   help="put back the control of a bench that was cut short (its rigctl killed, or left at a "
+                        "second Ctrl-C)")
     p.add_argument("--wait", type=float, default=0.0, metavar="S",
                    help="wait up to S seconds for another switch or bench to finish")
     p.add_argument("-v", "--verbose", action="store_true", help="also print each switch's boot phases")
@@ -44,6 +47,12 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     words = args.what
+    if args.restore:
+        if words:
+            raise BadInputError("rigctl bench --restore takes no plan: it puts back the control of the bench cut short")
+        return _restore(args)
+    if not words:
+        raise BadInputError("rigctl bench takes a plan (or: check PLAN, report DIR, list, --restore)")
     if words[0] in ACTIONS:
         action, rest = words[0], words[1:]
         if action == "list":
@@ -94,10 +103,45 @@ class Console:
         self._line(head, p.phase == "done")
 
 
+def _restore(args: argparse.Namespace) -> int:
+    """The control of a bench that was cut short, put back by a switch (its profile as it is now:
+    the resolved launch of the bench that died is gone with it)."""
+    from rigctl.serve import switch as transaction
+
+    live = read_live()
+    if live is None or not live.cut_short:
+        message = (f"a bench is running (rigctl pid {live.pid}); it puts its control back itself" if live
+                   else "no bench was cut short: there is nothing to put back")
+        if args.json:
+            common.print_json({"status": "nothing", "message": message, "exit_code": 0 if not live else 1})
+        else:
+            print(message)
+        return 0 if not live else 1
+    console = Console(args.verbose)
+    ctx = make_context(args, console.event)
+    try:
+        console.say(f"note: {live.note(transaction.serving_name(ctx))}")
+        outcome = transaction.switch(ctx, live.control, lock_wait=args.wait)
+        if outcome.status != "refused":
+            settle(live, f"rigctl bench --restore: {outcome.message}")
+    finally:
+        if ctx.sampler:
+            ctx.sampler.close()
+    if args.json:
+        common.print_json({"status": outcome.status, "control": live.control, "message": outcome.message,
+                           "exit_code": int(outcome.exit_code), "raw_dir": live.raw_dir})
+    else:
+        print(outcome.message, file=sys.stdout if outcome.exit_code == 0 else sys.stderr)
+    return int(outcome.exit_code)
+
+
 def _bench(args: argparse.Namespace, name: str) -> int:
     plan = load_plan(name)  # PlanError: exit 2, nothing touched
     console = Console(args.verbose)
     ctx = make_context(args, console.event)
+    earlier = read_live()
+    if earlier is not None and earlier.cut_short:
+        console.say(f"note: {earlier.note(None)}; this bench puts its own control back")
     stop = threading.Event()
 
     def on_ctrl_c(signum: int, frame: object) -> None:
@@ -115,6 +159,8 @@ def _bench(args: argparse.Namespace, name: str) -> int:
             console.say(f"note: {warning}")
         previous = signal.signal(signal.SIGINT, on_ctrl_c)
         try:
+            if earlier is not None and earlier.cut_short:
+                settle(earlier, f"rigctl bench {plan.name} started after it")
             result = run_bench(ctx, checked, keep_candidate=args.keep_candidate, on_progress=console.progress,
                                stop=stop, lock_wait=args.wait)
         finally:

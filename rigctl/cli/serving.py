@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rigctl.backends import open_backend, selected_sim
+from rigctl.bench.live import read_live, settle
 from rigctl.cli import common
 from rigctl.config import load_settings
 from rigctl.errors import NoDriverError, RigctlError
@@ -120,9 +121,15 @@ def _run(args: argparse.Namespace, action: Callable[[ServeContext], transaction.
         print("Ctrl-C: stopping the new boot and rolling back (Ctrl-C again to leave at once)", file=sys.stderr,
               flush=True)
 
+    cut = read_live()
+    if cut is not None and cut.cut_short:
+        print(f"note: {cut.note(transaction.serving_name(ctx))}", file=sys.stderr, flush=True)
     previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
-        return _report(args, action(ctx))
+        outcome = action(ctx)
+        if cut is not None and cut.cut_short and outcome.status != "refused":
+            settle(cut, f"rigctl {args.command} {outcome.target}".rstrip())  # the owner chose what serves now
+        return _report(args, outcome)
     finally:
         signal.signal(signal.SIGINT, previous)
         if ctx.sampler:

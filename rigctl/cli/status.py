@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
+from rigctl.bench.live import read_live
 from rigctl.cli import common
 from rigctl.cli.rig_text import status_text
 from rigctl.config import load_settings
@@ -34,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
         finally:
             sampler.close()
     serving = observe(settings, thorough=True)
+    cut = read_live()
+    if cut is not None and cut.cut_short:
+        serving = dataclasses.replace(serving, notes=(*serving.notes, cut.note(serving.active_profile)))
     cache = prefix_cache(serving.record) if serving.active_profile and serving.record else None
     fell = hit_rate_fall(serving.record, settings) if serving.active_profile and serving.record else None
     if args.json:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from rigctl.engine.bootlog import Failure
+from rigctl.engine.client import EngineClient
 from rigctl.errors import ExitCode, StopFailed
 from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
@@ -24,8 +25,9 @@ from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
 from rigctl.serve.lock import RigLock
 from rigctl.serve.serving import RunningServer, find_running
-from rigctl.serve.statefiles import ActiveState, read_record, read_state, write_state
+from rigctl.serve.statefiles import ActiveState, ServerRecord, read_record, read_state, write_state
 from rigctl.serve.steps import (
+    Prepared,
     ServeContext,
     boot,
     boot_timeout,
@@ -74,8 +76,14 @@ def _refused(ctx: ServeContext, target: str, reason: str, running: str | None) -
 
 
 def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, rollback: bool = True,
-           lock_wait: float | None = None, force: bool = False) -> SwitchOutcome:
-    prepared = prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
+           lock_wait: float | None = None, force: bool = False, prepared: Prepared | None = None,
+           fallback: Prepared | None = None) -> SwitchOutcome:
+    """`prepared`: the target already resolved (a bench resolves its profiles once, so an edit
+    during the run changes nothing of it); `fallback`: the profile to roll back to, resolved, and
+    the last good profile whatever this switch does (a bench never makes its candidate the last
+    good profile)."""
+    began = time.time()
+    prepared = prepared or prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
     profile, spec = prepared.profile, prepared.spec
     settings, _ = resolve_settings(profile, prepared.table)
     refusal = preflight.before_lock(ctx, spec)
@@ -90,13 +98,14 @@ def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, roll
         if refusal:
             return _refused(ctx, target, refusal.reason, record.profile if record else None)
         state = _previous_state(ctx)
-        last_good = (record.profile if record else None) or (state.last_good if state else None)
+        last_good = fallback.profile.name if fallback else (
+            (record.profile if record else None) or (state.last_good if state else None))
         if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
             return _refused(ctx, target, "the state file cannot be written", record.profile if record else None)
         try:
-            return _transaction(ctx, profile, spec, running, last_good, timeout, rollback)
+            return _transaction(ctx, profile, spec, running, last_good, timeout, rollback, fallback)
         except KeyboardInterrupt:
-            return _left(ctx, target, last_good)
+            return _left(ctx, target, last_good, began)
         except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the state left honest
             message = (f"the switch to {target} broke off: {type(exc).__name__}: {exc}; "
                        "`rigctl status` shows what runs")
@@ -114,7 +123,8 @@ def _serving_name() -> str | None:
 
 
 def _transaction(ctx: ServeContext, profile: Profile, spec: LaunchSpec, running: RunningServer,
-                 last_good: str | None, timeout: float | None, rollback: bool) -> SwitchOutcome:
+                 last_good: str | None, timeout: float | None, rollback: bool,
+                 fallback: Prepared | None = None) -> SwitchOutcome:
     target = profile.name
     record, launcher = running.record, running.launcher
     ctx.interrupt.touched = True
@@ -132,7 +142,7 @@ def _transaction(ctx: ServeContext, profile: Profile, spec: LaunchSpec, running:
         attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, timeout))
     if attempt.ok:
         message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt)
-        _state(ctx, "serving", target, target, message)
+        _state(ctx, "serving", target, last_good if fallback else target, message)
         ctx.say("outcome", message, target)
         return SwitchOutcome("switched", target, ExitCode.OK, message, attempt)
     failure = attempt.failure
@@ -145,16 +155,17 @@ def _transaction(ctx: ServeContext, profile: Profile, spec: LaunchSpec, running:
         message = f"{why}; {reason}; nothing serves"
         _state(ctx, "failed", None, last_good, message)
         return SwitchOutcome("failed", target, ExitCode.ROLLBACK_FAILED, message, attempt)
-    return _roll_back(ctx, target, why, attempt, last_good)
+    return _roll_back(ctx, target, why, attempt, last_good, fallback)
 
 
-def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, last_good: str) -> SwitchOutcome:
+def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, last_good: str,
+               fallback: Prepared | None = None) -> SwitchOutcome:
     if ctx.interrupt.requested.is_set():
         ctx.say("step", f"Ctrl-C: rolling back to {last_good} (Ctrl-C again to leave at once)", last_good)
     ctx.interrupt.requested.clear()  # the first Ctrl-C was for the new boot, not for the rollback
     ctx.say("step", f"rolling back to {last_good}", last_good)
     try:
-        again_prepared = prepare(ctx, last_good)
+        again_prepared = fallback or prepare(ctx, last_good)
         previous, previous_spec = again_prepared.profile, again_prepared.spec
     except Exception as exc:  # noqa: BLE001 - the last good profile itself may have become invalid on disk
         message = f"{why}; rollback to {last_good} impossible: {exc}; nothing serves"
@@ -179,18 +190,43 @@ def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, la
     return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message, attempt, again, last_good)
 
 
-def _left(ctx: ServeContext, target: str, last_good: str | None) -> SwitchOutcome:
+def _looked(ctx: ServeContext) -> tuple[ServerRecord | None, bool]:
+    """The server rigctl started, if one runs, and whether it answers with its served name."""
+    running = find_running(ctx.settings, ctx.launcher, thorough=False)
+    record = running.record
+    if record is None:
+        return None, False
+    with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None,
+                      timeout=0.5) as client:
+        probe = client.probe()
+    return record, any(probe.serves(n) for n in record.served_names)
+
+
+def serving_name(ctx: ServeContext) -> str | None:
+    """The profile that serves, looked at (alive and answering its served name), or None."""
+    record, answering = _looked(ctx)
+    return record.profile if record and answering else None
+
+
+def left_behind(ctx: ServeContext, since: float | None = None) -> str:
+    """What serves now, looked at rather than assumed: for a second Ctrl-C's last line. `since`:
+    when the switch that was left began (a server older than that was being stopped by it, one
+    started since is its new boot)."""
+    record, answering = _looked(ctx)
+    if record is None:
+        return "nothing serves"
+    if answering:
+        return f"{record.profile} serves (pid {record.pid})"
+    if since is not None and record.started < since:
+        return (f"nothing serves: the server for {record.profile} (pid {record.pid}) was told to stop and is "
+                f"shutting down; nothing else was started")
+    return (f"the server for {record.profile} (pid {record.pid}) is still starting, unsupervised; it is recorded, "
+            f"so `rigctl status` shows when it answers and `rigctl stop` stops it")
+
+
+def _left(ctx: ServeContext, target: str, last_good: str | None, since: float) -> SwitchOutcome:
     """A second Ctrl-C: leave now, and say exactly what is left behind."""
-    try:
-        record = read_record()
-    except (DamagedFile, OSError):
-        record = None
-    if record is not None:
-        left = (f"the server for {record.profile} (pid {record.pid}) is still starting, unsupervised; it is recorded, "
-                f"so `rigctl status` shows when it answers and `rigctl stop` stops it")
-    else:
-        left = "no server runs"
-    message = f"left at the second Ctrl-C during the switch to {target}: {left}"
+    message = f"left at the second Ctrl-C during the switch to {target}: {left_behind(ctx, since)}"
     _state(ctx, "interrupted", None, last_good, message)
     return SwitchOutcome("interrupted", target, ExitCode.ROLLBACK_FAILED, message)
 

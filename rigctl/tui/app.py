@@ -13,6 +13,7 @@ from textual.theme import Theme
 from textual.worker import Worker, get_current_worker
 
 from rigctl.alerts import Alert, AlertTracker
+from rigctl.bench.live import read_live, settle
 from rigctl.config import Settings, load_settings, save_setting
 from rigctl.engine.poller import EngineState
 from rigctl.errors import RigctlError
@@ -25,7 +26,7 @@ from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
-from rigctl.serve.serving import ServingStatus
+from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
@@ -113,6 +114,10 @@ class RigApp(App[None]):
                 self.monitor.record_to = self.recorder.offer  # the dashboard's poll feeds the record
             elif self.recorder.problem:  # (a headless `rigctl record` writing is fine: it records for us)
                 self.notify(self.recorder.problem, severity="warning", timeout=15)
+        cut = read_live()
+        if cut is not None and cut.cut_short:
+            self.notify(cut.note(observe(self.settings).active_profile), title="bench cut short", severity="warning",
+                        timeout=30)
         if self.initial_switch:
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 
@@ -300,8 +305,11 @@ class RigApp(App[None]):
     @work(thread=True, group="serve", exit_on_error=False, description="Switching, restarting or stopping")
     def _run_serving(self, name: str, action: Callable[[ServeContext], SwitchOutcome]) -> None:
         assert self.serve is not None
+        cut = read_live()
         try:
             outcome = action(self.serve)
+            if cut is not None and cut.cut_short and outcome.status != "refused":
+                settle(cut, f"the TUI: {outcome.message}")  # the owner chose what serves now
         except RigctlError as exc:  # profile errors, a busy rig: shown, nothing touched
             self.post_message(SwitchFinished(name, None, str(exc)))
             return

@@ -93,6 +93,36 @@ def test_a_candidate_that_lost_warm_stays_rejected_but_a_warm_control_voids_a_re
     assert verdict.verdict == "inconclusive" and "could not be proven cold" in verdict.reason
 
 
+def test_the_warm_arms_named_are_the_ones_that_were_warm() -> None:
+    """A warm candidate and a warm control behind a rejection: the reason names the control (the arm
+    whose warmth voids it), never the candidate as 'control arm 2'."""
+    arms = aba(200.0, 190.0, 200.0)
+    arms[1] = arm(2, "candidate", cold=False, output_tok_per_s=190.0)
+    arms[2] = arm(3, "control", cold=False, output_tok_per_s=200.0)
+    verdict = decide(GATE, arms)
+    assert verdict.verdict == "inconclusive"
+    assert "control arm 3 (ctl) ran on a warm prefix cache: its figures are inflated" in verdict.reason
+    assert "arm 2" not in verdict.reason
+    arms = aba(200.0, 300.0, 200.0)
+    arms[0] = arm(1, "control", cold=False, output_tok_per_s=200.0)
+    arms[1] = arm(2, "candidate", cold=None, output_tok_per_s=300.0)
+    verdict = decide(GATE, arms)
+    assert verdict.reason == ("it would promote, but control arm 1 (ctl) ran on a warm prefix cache; candidate arm 2 "
+                              "(cand) could not be proven cold: a warm cache cannot promote")
+
+
+def test_a_server_that_died_is_the_reason() -> None:
+    arms = aba(200.0, 300.0, 200.0)
+    arms[1] = ArmOutcome(2, "candidate", "cand", {"output_tok_per_s": 150.0}, True, 48, 20, "connection failed",
+                         None, "its server (pid 7) was killed by SIGKILL during the measured requests")
+    verdict = decide(GATE, arms)
+    assert verdict.verdict == "reject"
+    assert verdict.reason == "candidate arm 2 (cand): its server (pid 7) was killed by SIGKILL during the measured requests"
+    arms = aba(200.0, 300.0, 200.0)
+    arms[2] = ArmOutcome(3, "control", "ctl", {"output_tok_per_s": 100.0}, True, 48, 0, "", None, "its server died")
+    assert decide(GATE, arms).reason == "control arm 3 (ctl): its server died"
+
+
 def test_failed_requests_reject_a_candidate_and_void_a_control() -> None:
     arms = aba(200.0, 300.0, 200.0)
     arms[1] = arm(2, "candidate", failed=3, output_tok_per_s=300.0)
