@@ -6,6 +6,7 @@ file is an error naming the key and line, never a silent default.
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import sys
@@ -15,6 +16,7 @@ from typing import Any
 
 from rigctl import paths
 from rigctl.errors import BadInputError
+from rigctl.files import read_input_text
 from rigctl.toml_lines import key_lines, line_of
 
 if sys.version_info >= (3, 11):
@@ -45,6 +47,7 @@ class Settings:
     docker_container: str = "rigctl-vllm"
     docker_hf_cache: str = "~/.cache/huggingface"
     prometheus_url: str = ""  # empty: the serving record is rigctl's own (record.sqlite)
+    prometheus_timeout: float = 30.0  # seconds for the whole answer to one query
     record_interval: float = 10.0  # seconds per row of the serving record (TUI and `rigctl record`)
     record_warmup: float = 300.0  # seconds of a boot's first traffic left out of its comparable hit rate
     record_min_prefix_queries: float = 20000.0  # prefix tokens queried before a hit rate is compared
@@ -61,7 +64,7 @@ LAYOUT: dict[str, dict[str, str]] = {
     "tui": {"rig_interval": "rig_interval", "metrics_interval": "metrics_interval", "theme": "theme"},
     "systemd": {"unit": "systemd_unit", "user": "systemd_user", "dropin_dir": "systemd_dropin_dir"},
     "docker": {"image": "docker_image", "container": "docker_container", "hf_cache": "docker_hf_cache"},
-    "prometheus": {"url": "prometheus_url"},
+    "prometheus": {"url": "prometheus_url", "timeout": "prometheus_timeout"},
     "record": {"interval": "record_interval", "warmup_s": "record_warmup", "min_prefix_queries":
                "record_min_prefix_queries", "regression_points": "record_regression_points"},
 }
@@ -83,7 +86,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
             raise BadInputError(f"{where}: must be a command as a list of strings, e.g. [\"/opt/vllm/bin/vllm\"]")
         return tuple(value)
     if kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise BadInputError(f"{where}: must be a non-negative number of seconds")
         return float(value)
     if kind == "bool":
@@ -105,9 +108,11 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     sources = {f.name: "default" for f in fields(Settings) if f.name != "sources"}
     path = config_path()
     if path.is_file():
-        text = path.read_text()
+        text = read_input_text(path, 1024 * 1024, "config file")
         try:
             data = tomllib.loads(text)
+        except RecursionError:
+            raise BadInputError(f"{path}: invalid TOML: nested too deep") from None
         except tomllib.TOMLDecodeError as exc:
             raise BadInputError(f"{path}: invalid TOML: {exc}") from exc
         lines = key_lines(text)

@@ -18,6 +18,21 @@ class ExitCode(enum.IntEnum):
     INCONCLUSIVE = 6  # rigctl bench: the controls disagree, or the run cannot decide
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(9), *range(11, 32), 127]}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but the line break escaped: a name read from a file (a
+    carriage return in an `extends`, an escape sequence in a served name) cannot rewrite the line
+    it is shown on, nor split one message into two."""
+    return text.translate(_CONTROL)
+
+
+def one_line(text: str) -> str:
+    """printable(), and a line break shown as \\n: for what must stay one line."""
+    return printable(text).replace("\n", "\\n")
+
+
 class RigctlError(Exception):
     """An error with a message fit to show as one line, and its exit code."""
 

@@ -13,10 +13,13 @@ so a file of absurd size is refused in one line instead of filling memory.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from rigctl.errors import BadInputError, UnsafePath
 
@@ -63,14 +66,17 @@ def own_path_problem(path: Path, directory: bool = False) -> str | None:
     return None
 
 
-def _read_capped(fd: int, limit: int) -> bytes | None:
-    """Up to `limit` bytes of fd; None when there are more."""
+def _read_capped(fd: int, limit: int, expected: int = 0) -> bytes | None:
+    """Up to `limit` bytes of fd; None when there are more. `expected`: the size the file says it
+    has, read in one call where it can be (one buffer: a large file is not held twice while
+    chunks are joined)."""
+    want = min(limit, expected) + 1 if expected else MIB
     chunks: list[bytes] = []
     total = 0
     while True:
-        chunk = os.read(fd, min(MIB, limit + 1 - total))
+        chunk = os.read(fd, min(want, limit + 1 - total))
         if not chunk:
-            return b"".join(chunks)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         chunks.append(chunk)
         total += len(chunk)
         if total > limit:
@@ -117,7 +123,7 @@ def read_input(path: Path | str, limit: int, what: str = "file") -> bytes:
             raise BadInputError(f"{path}: {info.st_size / MIB:,.1f} MiB, larger than any {what} rigctl reads "
                                 f"({describe_size(limit)})")
         try:
-            data = _read_capped(fd, limit)
+            data = _read_capped(fd, limit, info.st_size)
         except OSError as exc:
             raise BadInputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
         if data is None:
@@ -125,6 +131,44 @@ def read_input(path: Path | str, limit: int, what: str = "file") -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+LINE_LIMIT = 64 * 1024  # a log line longer than this is cut: no vLLM line is, and no reader needs more
+
+
+def bounded_lines(handle: IO[str], line_limit: int = LINE_LIMIT) -> Iterator[str]:
+    """The lines of a text stream, each cut at `line_limit` characters: a log of any length is read
+    in bounded memory, a file of one endless line included."""
+    while True:
+        line = handle.readline(line_limit)
+        if not line:
+            return
+        if len(line) >= line_limit and not line.endswith("\n"):
+            while (rest := handle.readline(line_limit)) and not rest.endswith("\n"):
+                pass  # the rest of an overlong line is skipped, a piece at a time
+        yield line
+
+
+@contextlib.contextmanager
+def open_input(path: Path | str, what: str = "file") -> Iterator[IO[str]]:
+    """A file rigctl was given, open as text to be streamed (a log of any size): BadInputError for
+    one that is missing or not a regular file (a FIFO would hang, a device never end)."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
+    except FileNotFoundError:
+        raise BadInputError(f"{path}: no such {what.split(' (')[0]}") from None
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadInputError(f"{path}: not a regular file; not a {what}")
+    os.set_blocking(fd, True)
+    with open(fd, encoding="utf-8", errors="replace") as handle:
+        try:
+            yield handle
+        except OSError as exc:
+            raise BadInputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
 
 
 def read_input_text(path: Path | str, limit: int, what: str = "file") -> str:

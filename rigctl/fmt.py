@@ -1,64 +1,72 @@
 """Units people read, shared by the CLI and the TUI: GiB, W, thousands separators.
 
-Pure string functions; None always renders as "n/a".
+Pure string functions; None always renders as "n/a", and so does a NaN or an infinity (an
+exposition may carry them; a figure no one can read is not a figure).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import TypeGuard
 
 GIB = 1024**3
 MIB = 1024**2
 NA = "n/a"
 
 
+def known(value: float | None) -> TypeGuard[float]:
+    """A number to show: not None, not NaN, not an infinity (those show as n/a)."""
+    return value is not None and (not isinstance(value, float) or math.isfinite(value))
+
+
 def gib(value: float | None, digits: int = 1) -> str:
-    return NA if value is None else f"{value / GIB:.{digits}f} GiB"
+    return NA if not known(value) else f"{value / GIB:.{digits}f} GiB"
 
 
 def gib_pair(used: float | None, total: float | None) -> str:
-    if used is None or total is None:
+    if not known(used) or not known(total):
         return NA
     return f"{used / GIB:.1f}/{total / GIB:.1f} GiB"
 
 
 def mib(value: float | None) -> str:
-    return NA if value is None else f"{value / MIB:,.0f} MiB"
+    return NA if not known(value) else f"{value / MIB:,.0f} MiB"
 
 
 def watts(value: float | None) -> str:
-    return NA if value is None else f"{value:.0f} W"
+    return NA if not known(value) else f"{value:.0f} W"
 
 
 def pct(value: float | None, digits: int = 1) -> str:
     """A percentage given as 0..100."""
-    return NA if value is None else f"{value:.{digits}f}%"
+    return NA if not known(value) else f"{value:.{digits}f}%"
 
 
 def frac_pct(value: float | None, digits: int = 1) -> str:
     """A percentage given as a fraction 0..1."""
-    return NA if value is None else f"{value * 100:.{digits}f}%"
+    return NA if not known(value) or not known(value * 100) else f"{value * 100:.{digits}f}%"
 
 
 def celsius(value: float | None) -> str:
-    return NA if value is None else f"{value:.0f}°C"
+    return NA if not known(value) else f"{value:.0f}°C"
 
 
 def mhz(value: int | None) -> str:
-    return NA if value is None else f"{value} MHz"
+    return NA if not known(value) else f"{value} MHz"
 
 
 def count(value: float | None) -> str:
     """Tokens and other counts with thousands separators."""
-    return NA if value is None else f"{value:,.0f}"
+    return NA if not known(value) else f"{value:,.0f}"
 
 
 def number(value: float | None, digits: int = 1, unit: str = "") -> str:
-    return NA if value is None else f"{value:,.{digits}f}{unit}"
+    return NA if not known(value) else f"{value:,.{digits}f}{unit}"
 
 
 def seconds(value: float | None) -> str:
-    if value is None:
+    if not known(value):
         return NA
     if value < 1:
         return f"{value * 1000:.0f} ms"
@@ -69,7 +77,7 @@ def seconds(value: float | None) -> str:
 
 def latency(value: float | None) -> str:
     """Request latencies, where a millisecond is a real difference: 3 significant figures."""
-    if value is None:
+    if not known(value):
         return NA
     if value < 1:
         ms = value * 1000
@@ -78,14 +86,14 @@ def latency(value: float | None) -> str:
 
 
 def pcie(gen: int | None, width: int | None) -> str:
-    g = NA if gen is None else f"Gen{gen}"
-    w = NA if width is None else f"x{width}"
+    g = NA if not known(gen) else f"Gen{gen}"
+    w = NA if not known(width) else f"x{width}"
     return f"{g} {w}"
 
 
 def bar(fraction: float | None, width: int) -> str:
     """A text bar of `width` cells; empty when the value is unknown."""
-    if fraction is None:
+    if not known(fraction):
         return "·" * width
     filled = round(max(0.0, min(1.0, fraction)) * width)
     return "█" * filled + "░" * (width - filled)

@@ -91,7 +91,9 @@ def _matches(value: Any, kind: Any) -> bool:
     if kind is type(None):
         return value is None
     if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return abs(value) < 2**1023  # an int a float can hold
+        return isinstance(value, float) and math.isfinite(value)
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if origin in (tuple, list):
@@ -124,7 +126,10 @@ def build(cls: type[T], data: dict[str, Any], path: Path) -> T:
         if isinstance(value, list) and _wants_tuple(hints[f.name]):
             value = tuple(value)
         values[f.name] = float(value) if hints[f.name] is float else value
-    return cls(**values)
+    try:
+        return cls(**values)
+    except (ValueError, TypeError) as exc:  # a class's own range checks (a port of 70000, a pid of -5)
+        raise DamagedFile(path, str(exc)) from None
 
 
 def _wants_tuple(kind: Any) -> bool:

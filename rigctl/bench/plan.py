@@ -17,6 +17,7 @@ from typing import Any
 from rigctl import paths
 from rigctl.bench.metrics import METRICS
 from rigctl.errors import BadInputError
+from rigctl.files import read_input_text
 from rigctl.toml_lines import key_lines, line_of
 
 if sys.version_info >= (3, 11):
@@ -133,12 +134,15 @@ def find_plan(name_or_path: str) -> Path:
     raise PlanError([f"no plan named {name_or_path!r} (looked for {candidate}){hint}"])
 
 
+PLAN_LIMIT = 1024 * 1024
+
+
 def load_plan(name_or_path: str) -> BenchPlan:
     path = find_plan(name_or_path)
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError([f"{path}: cannot read the plan: {getattr(exc, 'strerror', None) or exc}"]) from exc
+        text = read_input_text(path, PLAN_LIMIT, "plan")
+    except BadInputError as exc:
+        raise PlanError([str(exc)]) from None
     return parse_plan(path, text)
 
 
@@ -227,6 +231,8 @@ GUARD_KEYS = ("metric", "max_regression")
 def parse_plan(path: Path, text: str) -> BenchPlan:
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise PlanError([f"{path}: invalid TOML: nested too deep"]) from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         line = message.rsplit("(at line ", 1)[1].split(",")[0] if "(at line " in message else None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rigctl import __version__
 from rigctl.cli import common
 from rigctl.cli.commands import COMMANDS, chosen
-from rigctl.errors import ExitCode, RigctlError
+from rigctl.errors import ExitCode, RigctlError, printable
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except RigctlError as exc:
-        print(f"rigctl: {exc}", file=sys.stderr)
+        print(f"rigctl: {printable(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("rigctl: interrupted", file=sys.stderr)

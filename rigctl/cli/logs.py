@@ -14,6 +14,7 @@ from rigctl.cli import common
 from rigctl.config import load_settings
 from rigctl.engine.bootlog import read_bootlog
 from rigctl.errors import BadInputError
+from rigctl.files import bounded_lines, open_input
 from rigctl.redact import redact_text
 from rigctl.serve import boots
 from rigctl.serve.launchers import launcher_for
@@ -91,13 +92,10 @@ def run_history(args: argparse.Namespace) -> int:
 
 def run_bootlog(args: argparse.Namespace) -> int:
     if args.file == "-":
-        report = read_bootlog(sys.stdin)
+        report = read_bootlog(bounded_lines(sys.stdin))
     else:
-        try:
-            with open(args.file, errors="replace") as handle:
-                report = read_bootlog(handle)
-        except OSError as exc:
-            raise BadInputError(f"{args.file}: {exc.strerror}") from exc
+        with open_input(args.file, "boot log (give - to read a pipe)") as handle:
+            report = read_bootlog(bounded_lines(handle))
     if args.json:
         data = report.to_json()
         data["pool_tokens"] = report.pool_tokens

@@ -18,9 +18,11 @@ from rigctl.config import load_settings
 from rigctl.engine import report
 from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.derive import interval
-from rigctl.engine.metrics import EngineSnapshot, snapshot
-from rigctl.engine.prom import ExpositionError, parse
+from rigctl.engine.http_get import MAX_BODY
+from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.prom import ExpositionError, parse, sample_lines
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
+from rigctl.files import read_input
 from rigctl.gpu.model import GpuSample
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve.serving import find_running
@@ -39,14 +41,15 @@ def register(sub: Any) -> None:
 
 
 def _load_file(path: str) -> EngineSnapshot:
+    # a scrape: what HttpGet would take from a live /metrics at most
+    text = read_input(path, MAX_BODY, "saved scrape").decode("utf-8", errors="replace")
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise BadInputError(f"{path}: {exc.strerror}") from exc
-    try:
-        return snapshot(parse(text), Path(path).stat().st_mtime)
+        found = snapshot(parse(text, names=SNAPSHOT_NAMES), Path(path).stat().st_mtime)
     except ExpositionError as exc:
         raise BadInputError(f"{path}: {exc}") from exc
+    if not found.is_vllm:
+        raise BadInputError(f"{path}: not a Prometheus text exposition of vLLM: none of vLLM's metrics is in it")
+    return found
 
 
 def _emit(args: argparse.Namespace, snap: EngineSnapshot, figures: Any, one_line: bool = False) -> None:
@@ -109,16 +112,20 @@ def _endpoint(args: argparse.Namespace) -> tuple[str, str | None]:
 
 
 def _scrape(client: EngineClient) -> EngineSnapshot:
+    """Only the families the figures need are parsed (a 40 MB exposition of many replicas would
+    otherwise be held whole, every sample of it)."""
     try:
-        exposition = parse(client.metrics_text())
+        text = client.metrics_text()
+        exposition = parse(text, names=SNAPSHOT_NAMES)
     except EngineHTTPError as exc:
         raise RigctlError(f"cannot read {client.base_url}/metrics: {exc}") from exc
     except ExpositionError as exc:
         raise RigctlError(f"{client.base_url}/metrics: {exc}") from exc
-    if not any(name.startswith("vllm:") for name in exposition.samples):
+    found = snapshot(exposition, time.time())
+    if not found.is_vllm:
         raise RigctlError(f"{client.base_url}/metrics answered, but with no vLLM metrics "
-                          f"({exposition.count()} other samples): is a vLLM server listening there?")
-    return snapshot(exposition, time.time())
+                          f"({sample_lines(text):,} other samples): is a vLLM server listening there?")
+    return found
 
 
 def _gpus(sampler: RigSampler | None) -> tuple[GpuSample, ...]:

@@ -127,9 +127,11 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from rigctl.config import load_settings
     from rigctl.fit.check import check_profile
 
     store, tables, notes = ProfileStore(), common.option_tables(args), set[str]()
+    host_paths = load_settings().launcher != "docker"  # in a container, a model path is the container's
     rig = common.rig_info_or_none(args)
     names = args.names or store.names()
     results: dict[str, list[Diagnostic]] = {}
@@ -141,7 +143,7 @@ def run_validate(args: argparse.Namespace) -> int:
             choice = tables.choose(profile)
             _noted(notes, choice.note)
             checked[name], used[choice.table.version] = choice.table.version, choice.table
-            results[name] = check_profile(profile, choice.table, rig, tables.default_command)[0]
+            results[name] = check_profile(profile, choice.table, rig, tables.default_command, host_paths)[0]
         except ProfileError as exc:
             results[name] = list(exc.diagnostics)
     failed = [n for n, ds in results.items() if any(d.severity == "error" for d in ds)]

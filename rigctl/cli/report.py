@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInputError("--source prometheus needs [prometheus] url in config.toml")
         from rigctl.record.prometheus import PrometheusSource
 
-        source_rows = PrometheusSource(url, min_step=settings.record_interval)
+        source_rows = PrometheusSource(url, timeout=settings.prometheus_timeout, min_step=settings.record_interval)
         rows = source_rows.rows(since if since is not None else now - 86400, until or now)
         where = url
     else:

@@ -9,8 +9,10 @@ by measurement (benchmarks/bench_metrics_parse.py): same samples, several times 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+
+from rigctl.errors import RigctlError
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -18,7 +20,7 @@ _PAIR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?'
 _UNESCAPE = re.compile(r"\\(.)")
 
 
-class ExpositionError(ValueError):
+class ExpositionError(RigctlError, ValueError):
     """Not a Prometheus text exposition (or nothing usable in it)."""
 
 
@@ -72,14 +74,31 @@ def _parse_labels(text: str) -> Labels | None:
     return tuple(pairs)
 
 
+BLOCK = 1 << 20  # characters split into lines at a time: a 40 MB exposition is never a list of all its lines
+MAX_ERRORS = 100  # bad lines kept for the message; a file of garbage is not kept whole
+
+
+def _lines(text: str) -> Iterator[str]:
+    start, end_of_text = 0, len(text)
+    while start < end_of_text:
+        end = text.find("\n", min(end_of_text, start + BLOCK))
+        end = end_of_text if end < 0 else end
+        yield from text[start:end].split("\n")
+        start = end + 1
+
+
+def sample_lines(text: str) -> int:
+    """How many lines of `text` would be samples (neither blank nor a comment)."""
+    return sum(1 for line in _lines(text) if line.strip() and not line.startswith("#"))
+
+
 def parse(text: str, keep_created: bool = False, names: Collection[str] | None = None) -> Exposition:
     """Every sample of `text` (or those of `names` only: the others are skipped before their
     labels are read); raises ExpositionError only when nothing in it parses."""
     out = Exposition()
     samples = out.samples
-    lines = text.split("\n")
     out.truncated = bool(text) and not text.endswith("\n")
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(_lines(text), start=1):
         if not line or line[0] == "#":
             if line.startswith("# TYPE "):
                 parts = line.split(None, 3)
@@ -106,8 +125,8 @@ def parse(text: str, keep_created: bool = False, names: Collection[str] | None =
                 raise ValueError("bad labels")
             value = float(rest.split()[0])
         except (ValueError, IndexError):
-            if line.strip():
-                out.errors.append((number, line))
+            if line.strip() and len(out.errors) < MAX_ERRORS:
+                out.errors.append((number, line[:200]))
             continue
         if not keep_created and name.endswith("_created"):
             continue

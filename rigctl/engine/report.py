@@ -12,10 +12,10 @@ from rigctl.engine.metrics import EngineSnapshot
 
 def ms(seconds: float | Estimate | None) -> str:
     """A latency for display; an Estimate keeps what the buckets know: `< 300 ms`, `> 80.0 s`."""
-    if seconds is None:
-        return fmt.NA
     if isinstance(seconds, Estimate):
         return (f"{seconds.relation} " if seconds.relation != "~" else "") + ms(seconds.value)
+    if not fmt.known(seconds):
+        return fmt.NA
     return f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
 
 
@@ -34,7 +34,7 @@ def quantiles(figures: IntervalFigures, key: str) -> str:
 
 def kv_line(snap: EngineSnapshot) -> str:
     pool = f" of {fmt.count(snap.kv_pool_tokens)} tokens" if snap.kv_pool_tokens is not None else " (pool n/a)"
-    conc = f" ({snap.kv_max_concurrency:.2f}x at max_model_len)" if snap.kv_max_concurrency else ""
+    conc = f" ({fmt.number(snap.kv_max_concurrency, 2)}x at max_model_len)" if snap.kv_max_concurrency else ""
     return f"KV cache {fmt.frac_pct(snap.kv_usage)}{pool}{conc}"
 
 
@@ -47,13 +47,13 @@ def latency_line(figures: IntervalFigures) -> str:
 def spec_line(figures: IntervalFigures) -> str | None:
     if figures.acceptance_rate is None and figures.mean_acceptance_length is None:
         return None
-    positions = " ".join(f"{p:.2f}" for p in figures.acceptance_per_position)
+    positions = " ".join(fmt.number(p, 2) for p in figures.acceptance_per_position)
     return (f"spec decode: acceptance {fmt.frac_pct(figures.acceptance_rate)}, mean length "
             f"{fmt.number(figures.mean_acceptance_length, 2)}" + (f" (per position {positions})" if positions else ""))
 
 
 def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
-    waiting_by = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(snap.waiting_by_reason.items()))
+    waiting_by = ", ".join(f"{k} {fmt.count(v)}" for k, v in sorted(snap.waiting_by_reason.items()))
     lines = [
         f"model: {', '.join(snap.model_names) or 'n/a'}  ({len(snap.engines)} engine{'s' * (len(snap.engines) != 1)})",
         f"requests: running {fmt.count(snap.running)}, waiting {fmt.count(snap.waiting)}"
@@ -87,10 +87,11 @@ def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
     if spec:
         lines.append(spec)
     if figures.finished:
-        lines.append("finished: " + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(figures.finished.items())))
-    if figures.power_w is not None:
-        per_token = f", {figures.joules_per_token:.2f} J/token" if figures.joules_per_token else ", J/token n/a (idle)"
-        lines.append(f"energy: {figures.power_w:,.0f} W mean{per_token}")
+        lines.append("finished: " + ", ".join(f"{k} {fmt.count(v)}" for k, v in sorted(figures.finished.items())))
+    if fmt.known(figures.power_w):
+        per_token = f", {fmt.number(figures.joules_per_token, 2)} J/token" if figures.joules_per_token else \
+            ", J/token n/a (idle)"
+        lines.append(f"energy: {fmt.number(figures.power_w, 0)} W mean{per_token}")
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ from rigctl.errors import BadInputError
 from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
 from rigctl.fit.budget import GIB
 from rigctl.fit.build import inputs_for, weights_for
-from rigctl.fit.inputs import LaunchOptions, find_model_dir, options_from_launch, shipped_config
+from rigctl.fit.inputs import LaunchOptions, find_model_dir, local_model_problem, options_from_launch, shipped_config
 from rigctl.fit.model import load_dims
 from rigctl.gpu.model import RigInfo
 from rigctl.profiles.options import OptionTable
@@ -45,16 +45,16 @@ def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...], shipped_too: bo
     config = model_dir or (shipped_config(options.model) if shipped_too else None)
     if config is None:
         return f"no config.json for {options.model} here"
-    try:
-        dims = load_dims(config)
-    except BadInputError as exc:
-        return str(exc)
+    dims = load_dims(config)  # BadInputError: the model's own config on this machine is broken
     return inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals)
 
 
 def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Layout | str:
     """The profile's own layout on this rig, predicted; or why it cannot be."""
-    inputs = _inputs(options, gpu_totals, shipped_too=True)
+    try:
+        inputs = _inputs(options, gpu_totals, shipped_too=True)
+    except BadInputError as exc:
+        return str(exc)
     if isinstance(inputs, str):
         return inputs
     if not gpu_totals and inputs.available_kv_bytes is None:
@@ -65,7 +65,10 @@ def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Lay
 def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
     if not options.model or not gpu_totals or options.tp * options.dp > len(gpu_totals):
         return []  # (the GPU count check names a layout the rig cannot hold)
-    inputs = _inputs(options, gpu_totals)
+    try:
+        inputs = _inputs(options, gpu_totals)
+    except BadInputError as exc:  # vLLM reads the same file at boot: it would fail on it too
+        return [FitFinding("error", "model", f"the model's config is not usable: {exc}")]
     if isinstance(inputs, str):
         return []
     layout = evaluate(inputs, options.tp, options.dp)
@@ -106,11 +109,16 @@ def profile_diagnostics(profile: Profile, argv: tuple[str, ...], gpu_totals: tup
 
 
 def check_profile(profile: Profile, table: OptionTable, rig: RigInfo | None,
-            vllm_command: tuple[str, ...]) -> tuple[list[Diagnostic], LaunchSpec | None]:
+                  vllm_command: tuple[str, ...], host_paths: bool = True) -> tuple[list[Diagnostic], LaunchSpec | None]:
     """A profile as every caller checks it (validate, the switch's preflight, the Profiles
     screen): validated against the options and the rig, rendered when it has no error, then
-    asked whether vLLM would refuse it for memory on this rig. (diagnostics, the launch or None)."""
+    asked whether vLLM would refuse it for memory on this rig. (diagnostics, the launch or None).
+    `host_paths`: vLLM runs on this machine (not in a container), so a model written as a path
+    must be here."""
     diagnostics = validate(profile, table, rig)
+    missing = local_model_problem(profile.model) if host_paths and profile.model else None
+    if missing:
+        diagnostics.insert(0, profile.diagnostic("error", "model", f"{missing} (vLLM would fail at boot)"))
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics, None
     spec = render(profile, table, vllm_command)

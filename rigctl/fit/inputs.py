@@ -112,6 +112,23 @@ def options_from_argv(argv: list[str] | tuple[str, ...]) -> LaunchOptions:
         kv_cache_memory_bytes=number("--kv-cache-memory-bytes"), quantization=flags.get("--quantization"))
 
 
+def local_model_problem(model: str) -> str | None:
+    """Why vLLM could not load `model` when it is written as a path on this machine (absolute,
+    ~ or relative): it is not there, or it is a dir without a config. A Hugging Face id is not
+    a path, and is never asked about here."""
+    if not model.startswith(("/", "~", "./", "../")):
+        return None
+    path = Path(model).expanduser()
+    try:
+        if not path.exists():
+            return f"{model}: no such file or directory on this machine"
+        if path.is_dir() and not any((path / name).is_file() for name in ("config.json", "params.json")):
+            return f"{model}: a directory without a config.json, not a model vLLM can load"
+    except OSError as exc:
+        return f"{model}: {exc.strerror or exc}"
+    return None
+
+
 def hub_cache() -> Path:
     """Where Hugging Face keeps downloaded models (HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)."""
     if os.environ.get("HF_HUB_CACHE"):

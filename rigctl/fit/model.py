@@ -3,12 +3,15 @@ Hugging Face config.json (flat, or under `text_config` as multimodal checkpoints
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rigctl.errors import BadInputError
+from rigctl.files import read_input
+from rigctl.jsonio import loads_strict
+from rigctl.shapes import optional_whole, sequence, whole
+from rigctl.shapes import text as text_of
 
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp16": 2, "bf16": 2,
                "fp8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
@@ -60,71 +63,94 @@ class ModelDims:
         return DTYPE_BYTES.get(self.dtype, 2)
 
 
-def _int(cfg: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
-    value = cfg.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInputError(f"{where}: {key} is {'missing' if value is None else repr(value)}; "
-                            f"it must be a whole number")
-    return value
+CONFIG_LIMIT = 16 * 1024 * 1024  # a config.json is a few KB; the largest with every layer listed, tens of KB
 
 
 def dims_from_config(raw: dict[str, Any], where: str, name: str = "") -> ModelDims:
-    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    assert isinstance(text, dict)
-    layers = _int(text, "num_hidden_layers", where)
-    heads = _int(text, "num_attention_heads", where)
-    hidden = _int(text, "hidden_size", where)
-    kv_heads = _int(text, "num_key_value_heads", where, heads)
-    head_dim = text.get("head_dim") or hidden // heads
+    """The dimensions, each checked for its type and for a range anything real has: a zero head
+    count, a negative layer count or a string where a count belongs is one line naming the file
+    and the field (BadInputError), never a ZeroDivisionError in the arithmetic after."""
+    nested = raw.get("text_config")
+    text = nested if isinstance(nested, dict) else raw
+    section = "text_config" if text is not raw else ""
+    layers = whole(text, "num_hidden_layers", where, 1, 1_000, what=section)
+    heads = whole(text, "num_attention_heads", where, 1, 4_096, what=section)
+    hidden = whole(text, "hidden_size", where, 1, 1_000_000, what=section)
+    kv_heads = whole(text, "num_key_value_heads", where, 1, heads, heads, what=section)
+    if hidden // heads < 1 and text.get("head_dim") is None:
+        raise BadInputError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, and no "
+                            f"head_dim is given")
+    head_dim = whole(text, "head_dim", where, 1, 65_536, hidden // heads, what=section)
     notes: list[str] = []
     types = text.get("layer_types")
     if isinstance(types, list) and types:
+        sequence(types, where, "layer_types", 1_000)
         attention = sum(1 for t in types if t in ("full_attention", "attention"))
         linear = sum(1 for t in types if t == "linear_attention")
-        other = sorted({str(t) for t in types} - {"full_attention", "attention", "linear_attention"})
+        other = sorted({str(t)[:40] for t in types} - {"full_attention", "attention", "linear_attention"})
         if other:
             attention += len(types) - attention - linear
-            notes.append(f"layer types {', '.join(other)} are counted as full attention: the pool is a lower bound")
-    elif isinstance(text.get("full_attention_interval"), int) and "linear_num_value_heads" in text:
-        interval = text["full_attention_interval"]
+            notes.append(f"layer types {', '.join(other[:5])} are counted as full attention: the pool is a lower "
+                         f"bound")
+    elif text.get("full_attention_interval") is not None and "linear_num_value_heads" in text:
+        interval = whole(text, "full_attention_interval", where, 1, layers, what=section)
         attention = layers // interval
         linear = layers - attention
     else:
         attention, linear = layers, 0
     gdn = None
     if linear:
-        gdn = LinearAttention(_int(text, "linear_num_key_heads", where), _int(text, "linear_num_value_heads", where),
-                              _int(text, "linear_key_head_dim", where), _int(text, "linear_value_head_dim", where),
-                              _int(text, "linear_conv_kernel_dim", where, 4),
-                              str(text.get("mamba_ssm_dtype") or "float32"))
-    quant = raw.get("quantization_config") or text.get("quantization_config") or {}
-    tied = bool(text.get("tie_word_embeddings", raw.get("tie_word_embeddings", False)))
+        gdn = LinearAttention(whole(text, "linear_num_key_heads", where, 1, 4_096, what=section),
+                              whole(text, "linear_num_value_heads", where, 1, 4_096, what=section),
+                              whole(text, "linear_key_head_dim", where, 1, 65_536, what=section),
+                              whole(text, "linear_value_head_dim", where, 1, 65_536, what=section),
+                              whole(text, "linear_conv_kernel_dim", where, 1, 1_024, 4, what=section),
+                              field_text(text, "mamba_ssm_dtype", where, "float32", limit=40))
+    quant: dict[str, Any] = next((q for q in (raw.get("quantization_config"), text.get("quantization_config"))
+                                  if isinstance(q, dict)), {})
+    architectures = raw.get("architectures")
+    architecture = str(architectures[0])[:100] if isinstance(architectures, list) and architectures else "?"
+    mtp = whole(text, "mtp_num_hidden_layers", where, 0, 64, 0, what=section) or \
+        whole(text, "num_nextn_predict_layers", where, 0, 64, 0, what=section)
     return ModelDims(
-        name=name or str(raw.get("_name_or_path") or text.get("model_type") or "model"),
-        architecture=str((raw.get("architectures") or ["?"])[0]), layers=layers, attention_layers=attention,
-        linear_layers=linear, heads=heads, kv_heads=kv_heads, head_dim=int(head_dim), hidden=hidden,
-        intermediate=int(text.get("intermediate_size") or 0), vocab=_int(text, "vocab_size", where),
-        max_position=int(text.get("max_position_embeddings") or raw.get("max_position_embeddings") or 0),
-        dtype=str(text.get("torch_dtype") or text.get("dtype") or raw.get("torch_dtype") or "bfloat16"),
-        tied_embeddings=tied, mtp_layers=int(text.get("mtp_num_hidden_layers") or text.get("num_nextn_predict_layers")
-                                             or 0),
-        linear=gdn, experts=int(text.get("num_experts") or text.get("n_routed_experts") or 0),
-        expert_intermediate=int(text.get("moe_intermediate_size") or 0),
-        shared_expert_intermediate=int(text.get("shared_expert_intermediate_size") or 0),
-        quantization=str(quant.get("quant_method")) if isinstance(quant, dict) and quant.get("quant_method") else None,
-        quant_bits=quant.get("bits") if isinstance(quant, dict) and isinstance(quant.get("bits"), int) else None,
+        name=name or field_text(raw, "_name_or_path", where, "") or field_text(text, "model_type", where, "model"),
+        architecture=architecture, layers=layers, attention_layers=attention, linear_layers=linear, heads=heads,
+        kv_heads=kv_heads, head_dim=head_dim, hidden=hidden,
+        intermediate=whole(text, "intermediate_size", where, 0, 100_000_000, 0, what=section),
+        vocab=whole(text, "vocab_size", where, 1, 100_000_000, what=section),
+        max_position=whole(text, "max_position_embeddings", where, 0, 1_000_000_000,
+                           whole(raw, "max_position_embeddings", where, 0, 1_000_000_000, 0), what=section),
+        dtype=field_text(text, "torch_dtype", where) or field_text(text, "dtype", where)
+        or field_text(raw, "torch_dtype", where) or "bfloat16",
+        tied_embeddings=bool(text.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))),
+        mtp_layers=mtp, linear=gdn, experts=whole(text, "num_experts", where, 0, 100_000, 0, what=section)
+        or whole(text, "n_routed_experts", where, 0, 100_000, 0, what=section),
+        expert_intermediate=whole(text, "moe_intermediate_size", where, 0, 100_000_000, 0, what=section),
+        shared_expert_intermediate=whole(text, "shared_expert_intermediate_size", where, 0, 100_000_000, 0,
+                                         what=section),
+        quantization=field_text(quant, "quant_method", where, what="quantization_config") or None,
+        quant_bits=optional_whole(quant, "bits", where, 1, 64, what="quantization_config"),
         notes=tuple(notes))
 
 
+def field_text(raw: dict[str, Any], key: str, where: str, default: str = "", limit: int = 200,
+               what: str = "") -> str:
+    """A string field; a number where a name belongs (a tool's quirk) is taken as its text."""
+    value = raw.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)[:limit]
+    return text_of(raw, key, where, default, limit, what)
+
+
 def load_dims(path: Path, name: str = "") -> ModelDims:
-    """config.json (or a model dir holding one) as ModelDims; BadInputError naming the file."""
+    """config.json (or a model dir holding one) as ModelDims; BadInputError naming the file (a FIFO,
+    a device or a huge file is refused without being read to its end)."""
     config = path / "config.json" if path.is_dir() else path
+    data = read_input(config, CONFIG_LIMIT, "model config")
     try:
-        raw = json.loads(config.read_text())
-    except FileNotFoundError:
-        raise BadInputError(f"{config}: no such model config") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInputError(f"{config}: not a readable config.json ({exc})") from None
+        raw = loads_strict(data)
+    except (ValueError, RecursionError) as exc:
+        raise BadInputError(f"{config}: not a readable config.json ({str(exc)[:120]})") from None
     if not isinstance(raw, dict):
         raise BadInputError(f"{config}: not a model config (a JSON object is expected)")
     return dims_from_config(raw, str(config), name)

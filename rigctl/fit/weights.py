@@ -7,13 +7,17 @@ a vision tower are known apart: vLLM loads the MTP weights only with speculative
 
 from __future__ import annotations
 
-import json
 import math
+import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from rigctl.errors import BadInputError
+from rigctl.files import read_input
 from rigctl.fit.model import ModelDims
+from rigctl.jsonio import loads_strict
 
 SAFETENSORS_BYTES = {"F64": 8, "I64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2, "U16": 2,
                      "F8_E4M3": 1, "F8_E5M2": 1, "I8": 1, "U8": 1, "BOOL": 1, "F4": 0.5, "F8_E8M0": 1}
@@ -84,39 +88,68 @@ def estimate(model: ModelDims, family: str) -> Weights:
     return Weights(int(main), int(mtp), f"estimate ({math.fsum([linears, embed]) / 1e9:.1f}B parameters, {family})")
 
 
+HEADER_LIMIT = 64 * 1024 * 1024  # the largest real headers (thousands of tensors) are a few MB
+MAX_DIM = 2**40  # no tensor dimension is larger; a bigger one is a damaged header
+
+
 def _header(path: Path) -> dict[str, object]:
-    with path.open("rb") as handle:
-        (length,) = struct.unpack("<Q", handle.read(8))
-        if length > 100 * 1024 * 1024:
+    """A safetensors header: 8 bytes of length, then that much JSON. Only a regular file is
+    opened (a FIFO named *.safetensors cannot hang the read); ValueError for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        head = os.pread(fd, 8, 0)
+        if len(head) < 8:
+            raise ValueError("shorter than a safetensors header")
+        (length,) = struct.unpack("<Q", head)
+        if length > HEADER_LIMIT:
             raise ValueError("header too large")
-        data = json.loads(handle.read(length))
+        body = os.pread(fd, length, 8)
+    finally:
+        os.close(fd)
+    data = loads_strict(body)
     return data if isinstance(data, dict) else {}
+
+
+def _tensor_bytes(info: dict[str, object]) -> int:
+    """A tensor's bytes from its dtype and shape; ValueError for a shape that is not one."""
+    shape = info.get("shape") or []
+    if not isinstance(shape, list) or len(shape) > 16:
+        raise ValueError("a tensor's shape is not a list of dimensions")
+    count = 1
+    for dim in shape:
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim <= MAX_DIM:
+            raise ValueError(f"a tensor dimension is {str(dim)[:20]}")
+        count *= dim
+    return int(count * SAFETENSORS_BYTES.get(str(info.get("dtype")), 2))
 
 
 def from_checkpoint(model_dir: Path) -> Weights | None:
     """Bytes from the safetensors headers in model_dir (MTP tensors apart; a vision tower left
     in, as vLLM loads it), else the index's total_size; None when neither is there."""
-    files = sorted(model_dir.glob("*.safetensors"))
+    files = sorted(model_dir.glob("*.safetensors"))[:10_000]
     main = mtp = 0
     try:
         for path in files:
             for name, info in _header(path).items():
                 if name == "__metadata__" or not isinstance(info, dict):
                     continue
-                shape = info.get("shape") or []
-                count = math.prod(int(x) for x in shape) if shape else 1
-                size = count * SAFETENSORS_BYTES.get(str(info.get("dtype")), 2)
+                size = _tensor_bytes(info)
                 if name.startswith(("mtp.", "model.mtp.")) or ".mtp." in name:
-                    mtp += int(size)
+                    mtp += size
                 else:
-                    main += int(size)
-    except (OSError, ValueError, struct.error):
+                    main += size
+    except (OSError, ValueError, RecursionError, struct.error):
         main = mtp = 0
     if main:
         return Weights(main, mtp, "safetensors headers")
     index = model_dir / "model.safetensors.index.json"
-    try:
-        total = json.loads(index.read_text()).get("metadata", {}).get("total_size")
-    except (OSError, ValueError, AttributeError):
+    if not index.exists():
         return None
-    return Weights(int(total), 0, "safetensors index") if isinstance(total, int) and total > 0 else None
+    try:
+        total = loads_strict(read_input(index, HEADER_LIMIT, "safetensors index")).get("metadata", {}).get("total_size")
+    except (BadInputError, ValueError, RecursionError, AttributeError):
+        return None
+    sane = isinstance(total, int) and not isinstance(total, bool) and 0 < total < 2**50
+    return Weights(int(total), 0, "safetensors index") if sane else None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rigctl.errors import BadInputError
+from rigctl.errors import BadInputError, one_line
 
 TOP_LEVEL_KEYS = ("description", "extends", "model", "notes", "vllm", "env", "rigctl")
 RIGCTL_KEYS = ("boot_timeout", "vllm_command")
@@ -29,7 +29,7 @@ class Diagnostic:
         head = f"{where}: " if where else ""
         kind = "" if self.severity == "error" else "warning: "
         key = f"{self.key}: " if self.key else ""
-        return f"{head}{kind}{key}{self.message}"
+        return one_line(f"{head}{kind}{key}{self.message}")
 
 
 class ProfileError(BadInputError):

@@ -16,6 +16,7 @@ from typing import Any
 
 from rigctl import paths
 from rigctl.errors import BadInputError
+from rigctl.files import read_input_text
 from rigctl.profiles.options import load_option_table
 from rigctl.profiles.schema import (
     RIGCTL_KEYS,
@@ -59,9 +60,14 @@ class Layer:
     lines: dict[tuple[str, ...], int]
 
 
+PROFILE_LIMIT = 1024 * 1024  # a profile is a few hundred bytes; a megabyte is not one
+
+
 def parse_toml(path: Path, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ProfileError([Diagnostic("error", "invalid TOML: nested too deep", file=str(path))]) from None
     except tomllib.TOMLDecodeError as exc:
         # tomllib says "... (at line 7, column 12)": keep its words, lead with the file.
         message = str(exc)
@@ -111,10 +117,7 @@ class ProfileStore:
 
     def layer(self, path: Path) -> Layer:
         override = self._overrides.get(path.resolve())
-        try:
-            text = override if override is not None else path.read_text()
-        except OSError as exc:
-            raise BadInputError(f"{path}: {exc.strerror}") from exc
+        text = override if override is not None else read_input_text(path, PROFILE_LIMIT, "profile")
         return Layer(name=path.stem, path=path, shipped=self.is_shipped(path), text=text,
                      data=parse_toml(path, text), lines=key_lines(text))
 

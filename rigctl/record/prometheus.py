@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from bisect import bisect_right
 from collections import defaultdict
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from rigctl.engine.metrics import COUNTERS, HISTOGRAMS, P, snapshot
 from rigctl.engine.prom import Exposition, Labels
 from rigctl.errors import RigctlError
+from rigctl.jsonio import loads_strict
 from rigctl.record.rows import Row, interval
 from rigctl.serve.boots import read_history
 
@@ -34,26 +36,78 @@ def _names() -> list[str]:
     return names
 
 
+ANSWER_LIMIT = 64 * 1024 * 1024  # a month of one rig's series at 10 s is a few MB
+
+
+Series = tuple[dict[str, str], list[tuple[float, float]]]
+
+
+def range_result(body: Any, where: str) -> list[Series]:
+    """A query_range answer's series, each checked for its shape: (labels, [(t, value)]). An answer
+    of another shape (a list, data a list, a value that is no number) is one line naming it."""
+    if not isinstance(body, dict):
+        raise RigctlError(f"{where}: the answer is a JSON {type(body).__name__}, not Prometheus's object")
+    if body.get("status") != "success":
+        kind, error = str(body.get("errorType", "error"))[:80], str(body.get("error", "no reason given"))[:300]
+        raise RigctlError(f"{where}: {kind}: {error}")
+    data = body.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result", []), list):
+        raise RigctlError(f"{where}: the answer's data is not a query_range result (an object with a result list)")
+    if data.get("resultType", "matrix") != "matrix":
+        raise RigctlError(f"{where}: the answer is a {str(data.get('resultType'))[:20]}, not a range (matrix)")
+    out: list[Series] = []
+    for series in data.get("result", []):
+        metric = series.get("metric", {}) if isinstance(series, dict) else None
+        values = series.get("values", []) if isinstance(series, dict) else None
+        if not isinstance(metric, dict) or not isinstance(values, list):
+            raise RigctlError(f"{where}: a series is not an object with a metric and values")
+        points = []
+        for point in values:
+            try:
+                t, value = point
+                points.append((float(t), float(value)))
+            except (TypeError, ValueError) as exc:
+                raise RigctlError(f"{where}: a sample is {str(point)[:40]}, not [time, \"number\"]") from exc
+        if not all(math.isfinite(t) for t, _ in points):
+            raise RigctlError(f"{where}: a sample's time is not a finite number")
+        out.append(({str(k): str(v) for k, v in metric.items()}, points))
+    return out
+
+
 class PrometheusSource:
     def __init__(self, url: str, timeout: float = 30.0, min_step: float = 10.0) -> None:
+        """`timeout`: the whole answer to one query, however slowly it comes (a server trickling a
+        byte every 2 s must not hold `rigctl report` for minutes)."""
         self.url, self.timeout, self.min_step = url.rstrip("/"), timeout, min_step
 
-    def _range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+    def _range(self, query: str, start: float, end: float, step: float) -> list[Series]:
         import httpx
 
+        where = f"Prometheus at {self.url}"
+        deadline = time.monotonic() + self.timeout
+        chunks: list[bytes] = []
+        size = 0
         try:
-            answer = httpx.get(f"{self.url}/api/v1/query_range", params={"query": query, "start": start, "end": end,
-                                                                           "step": step}, timeout=self.timeout)
+            with httpx.stream("GET", f"{self.url}/api/v1/query_range", timeout=self.timeout,
+                              params={"query": query, "start": start, "end": end, "step": step}) as answer:
+                for chunk in answer.iter_bytes():
+                    size += len(chunk)
+                    if size > ANSWER_LIMIT:
+                        raise RigctlError(f"{where}: the answer is larger than {ANSWER_LIMIT // 2**20} MiB; ask for "
+                                          f"a shorter --since")
+                    if time.monotonic() > deadline:
+                        raise RigctlError(f"{where}: no complete answer within {self.timeout:g} s")
+                    chunks.append(chunk)
+                status = answer.status_code
         except httpx.HTTPError as exc:
-            raise RigctlError(f"Prometheus at {self.url} did not answer: {exc}") from exc
+            raise RigctlError(f"{where} did not answer: {exc}") from exc
         try:
-            body = answer.json()
-        except ValueError:
-            raise RigctlError(f"Prometheus at {self.url} answered HTTP {answer.status_code} without JSON") from None
-        if body.get("status") != "success":
-            raise RigctlError(f"Prometheus at {self.url}: {body.get('errorType', 'error')}: {body.get('error', body)}")
-        result = body.get("data", {}).get("result", [])
-        return result if isinstance(result, list) else []
+            body = loads_strict(b"".join(chunks)) if chunks else None
+        except (ValueError, RecursionError):
+            body = None
+        if body is None:
+            raise RigctlError(f"{where} answered HTTP {status} without JSON")
+        return range_result(body, where)
 
     def rows(self, start: float, end: float, step: float | None = None) -> list[Row]:
         step = step or max(self.min_step, math.ceil((end - start) / MAX_POINTS))
@@ -61,30 +115,38 @@ class PrometheusSource:
         keep = ", ".join(("__name__", *KEEP_LABELS))
         series = self._range(f'sum by ({keep}) ({{__name__=~"vllm:({pattern})"}})', start, end, step)
         series += self._range(f"{P}cache_config_info", start, end, step)
-        energy = {float(t): float(v) for s in self._range(f"sum({ENERGY})", start, end, step) for t, v in s["values"]}
-        at: dict[float, Exposition] = defaultdict(Exposition)
-        for one in series:
-            metric = dict(one.get("metric", {}))
-            name = metric.pop("__name__", None) or f"{P}cache_config_info"
-            labels: Labels = tuple(sorted(metric.items()))
-            for t, value in one.get("values", []):
-                at[float(t)].samples.setdefault(name, []).append((labels, float(value)))
+        energy = self._range(f"sum({ENERGY})", start, end, step)
         boots = sorted((r.when, r.profile) for r in read_history().records)
-        times = sorted(at)
-        out: list[Row] = []
-        for before_t, after_t in itertools.pairwise(times):
-            if after_t - before_t > step * 1.5:
-                continue  # a gap: vLLM was not scraped (down, or a switch)
-            before, after = snapshot(at[before_t], before_t), snapshot(at[after_t], after_t)
-            profile, boot = _tag(boots, after_t, after.model_names)
-            used = after.kv_usage
-            joules = None
-            if before_t in energy and after_t in energy and energy[after_t] >= energy[before_t]:
-                joules = (energy[after_t] - energy[before_t]) / 1000
-            out.append(interval(before, after, profile, boot, seconds=after_t - before_t, kv_usage_max=used,
-                                kv_usage_seconds=(used or 0.0) * (after_t - before_t), running_max=after.running,
-                                waiting_max=after.waiting, energy_j=joules))
-        return out
+        return rows_of(series, energy, step, boots)
+
+
+def rows_of(series: list[Series], energy_series: list[Series], step: float,
+            boots: list[tuple[float, str]]) -> list[Row]:
+    """The record's rows from checked range series: each step's samples put back together as a
+    scrape and read by the code that reads a live /metrics."""
+    energy = {t: v for _, points in energy_series for t, v in points if math.isfinite(v)}
+    at: dict[float, Exposition] = defaultdict(Exposition)
+    for metric, points in series:
+        metric = dict(metric)
+        name = metric.pop("__name__", None) or f"{P}cache_config_info"
+        labels: Labels = tuple(sorted(metric.items()))
+        for t, value in points:
+            at[t].samples.setdefault(name, []).append((labels, value))
+    times = sorted(at)
+    out: list[Row] = []
+    for before_t, after_t in itertools.pairwise(times):
+        if after_t - before_t > step * 1.5:
+            continue  # a gap: vLLM was not scraped (down, or a switch)
+        before, after = snapshot(at[before_t], before_t), snapshot(at[after_t], after_t)
+        profile, boot = _tag(boots, after_t, after.model_names)
+        used = after.kv_usage if after.kv_usage is not None and math.isfinite(after.kv_usage) else None
+        joules = None
+        if before_t in energy and after_t in energy and energy[after_t] >= energy[before_t]:
+            joules = (energy[after_t] - energy[before_t]) / 1000
+        out.append(interval(before, after, profile, boot, seconds=after_t - before_t, kv_usage_max=used,
+                            kv_usage_seconds=(used or 0.0) * (after_t - before_t), running_max=after.running,
+                            waiting_max=after.waiting, energy_j=joules))
+    return out
 
 
 def _tag(boots: list[tuple[float, str]], t: float, models: tuple[str, ...]) -> tuple[str, str]:

@@ -40,6 +40,12 @@ class ServerRecord:
     boot_id: str | None = None
     start_id: str | None = None  # proc.start_id: the process's start, which no clock step changes
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"'port' is {self.port}, not a TCP port")
+        if self.pid is not None and not 0 < self.pid < 2**22:  # the kernel's pid_max is at most 2^22
+            raise ValueError(f"'pid' is {self.pid}, not a process id")
+
     @property
     def base_url(self) -> str:
         host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
@@ -76,6 +82,9 @@ def state_file() -> Path:
     return paths.state_dir() / "active.json"
 
 
+STATUSES = ("serving", "switching", "stopped", "failed", "interrupted")
+
+
 @dataclass(frozen=True)
 class ActiveState:
     profile: str | None  # the last profile that booted and is believed to serve
@@ -86,6 +95,12 @@ class ActiveState:
     target: str | None = None  # during a switch: the profile being started
     owner_pid: int | None = None  # the rigctl process running the switch
     owner_start: str | None = None  # its proc.start_id (a pid is reused once its process is gone)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"'status' is {self.status[:40]!r}, not one of {', '.join(STATUSES)}")
+        if self.owner_pid is not None and not 0 < self.owner_pid < 2**22:
+            raise ValueError(f"'owner_pid' is {self.owner_pid}, not a process id")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -85,7 +85,8 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
     choice = ctx.tables.choose(profile)
     if choice.note:
         ctx.say("warning", choice.note, profile.name)
-    diagnostics, spec = check_profile(profile, choice.table, ctx.rig, ctx.tables.default_command)
+    diagnostics, spec = check_profile(profile, choice.table, ctx.rig, ctx.tables.default_command,
+                                      host_paths=ctx.settings.launcher != "docker")
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors or spec is None:
         raise ProfileError(errors)
