@@ -103,22 +103,32 @@ def describe_size(limit: int) -> str:
     return f"{limit // MIB} MiB" if limit >= MIB else f"{limit // 1024} KiB"
 
 
-def read_input(path: Path | str, limit: int, what: str = "file") -> bytes:
-    """A file rigctl was given, whole: BadInputError (one line naming the file) when it is missing,
-    not a regular file (a FIFO, a device, a directory), unreadable, or larger than `limit`."""
+def open_regular(path: Path | str, what: str = "file") -> tuple[int, os.stat_result]:
+    """(a descriptor, its stat) of a file rigctl was given; BadInputError (one line naming the file)
+    when it is missing, unreadable or not a regular file (a FIFO, a device, a directory). Opened
+    non-blocking, so a FIFO cannot hang the open; the caller closes the descriptor."""
     path = Path(path)
+    noun = what.split(" (")[0]
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK)
     except FileNotFoundError:
-        raise BadInputError(f"{path}: no such {what}") from None
+        raise BadInputError(f"{path}: no such {noun}") from None
     except OSError as exc:
-        raise BadInputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+        raise BadInputError(f"{path}: cannot read the {noun}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else \
+            "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
+        raise BadInputError(f"{path}: {kind}, not a {what} (rigctl reads regular files only)")
+    return fd, info
+
+
+def read_input(path: Path | str, limit: int, what: str = "file") -> bytes:
+    """A file rigctl was given, whole: BadInputError (one line naming the file) when open_regular
+    refuses it, it cannot be read, or it is larger than `limit`."""
+    fd, info = open_regular(path, what)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else \
-                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
-            raise BadInputError(f"{path}: {kind}, not a {what} (rigctl reads regular files only)")
         if info.st_size > limit:
             raise BadInputError(f"{path}: {info.st_size / MIB:,.1f} MiB, larger than any {what} rigctl reads "
                                 f"({describe_size(limit)})")
@@ -153,16 +163,7 @@ def bounded_lines(handle: IO[str], line_limit: int = LINE_LIMIT) -> Iterator[str
 def open_input(path: Path | str, what: str = "file") -> Iterator[IO[str]]:
     """A file rigctl was given, open as text to be streamed (a log of any size): BadInputError for
     one that is missing or not a regular file (a FIFO would hang, a device never end)."""
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
-    except FileNotFoundError:
-        raise BadInputError(f"{path}: no such {what.split(' (')[0]}") from None
-    except OSError as exc:
-        raise BadInputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise BadInputError(f"{path}: not a regular file; not a {what}")
+    fd, _ = open_regular(path, what)
     os.set_blocking(fd, True)
     with open(fd, encoding="utf-8", errors="replace") as handle:
         try:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from rigctl.errors import BadInputError
-from rigctl.files import read_input
+from rigctl.files import open_regular, read_input
 from rigctl.fit.model import ModelDims
 from rigctl.jsonio import loads_strict
 
@@ -95,10 +94,11 @@ MAX_DIM = 2**40  # no tensor dimension is larger; a bigger one is a damaged head
 def _header(path: Path) -> dict[str, object]:
     """A safetensors header: 8 bytes of length, then that much JSON. Only a regular file is
     opened (a FIFO named *.safetensors cannot hang the read); ValueError for anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
+        fd, _ = open_regular(path, "safetensors file")
+    except BadInputError as exc:
+        raise ValueError(str(exc)) from None
+    try:
         head = os.pread(fd, 8, 0)
         if len(head) < 8:
             raise ValueError("shorter than a safetensors header")

@@ -127,17 +127,13 @@ class RigApp(App[None]):
         if self.recorder is not None:
             self.recorder.stop()
 
+    # From the recorder's thread (App.notify is thread-safe): trouble with the record, once while it
+    # lasts; a hit-rate regression, once per boot.
     def _record_note(self, text: str) -> None:
-        """From the recorder's thread: trouble with the record, once while it lasts."""
-        try:
-            self.call_from_thread(self.notify, text, title="serving record", severity="warning", timeout=15)
-        except RuntimeError:  # the app is closing: the note has nobody to reach
-            pass
+        self.notify(text, title="serving record", severity="warning", timeout=15)
 
     def _hit_rate_fell(self, regression: Regression) -> None:
-        """From the recorder's thread, once per boot."""
-        self.call_from_thread(self.notify, regression.describe(), title="hit-rate regression", severity="warning",
-                              timeout=30)
+        self.notify(regression.describe(), title="hit-rate regression", severity="warning", timeout=30)
 
     # -- theme -------------------------------------------------------------------------
 

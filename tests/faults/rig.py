@@ -8,6 +8,7 @@ and what the CLI printed has no traceback.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,19 @@ class MountNamespace:
     def close(self) -> None:
         self.holder.kill()
         self.holder.wait()
+
+
+@contextlib.contextmanager
+def private_mounts(rig: Rig) -> Iterator[MountNamespace]:
+    """Run `rig`'s commands in a mount namespace of their own (a small tmpfs, a read-only bind
+    over its state dir); its servers are stopped inside it, where their files are."""
+    space = MountNamespace()
+    rig.prefix = space.prefix
+    try:
+        yield space
+    finally:
+        rig.cleanup()
+        space.close()
 
 
 class Rig:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.faults.rig import MountNamespace, Rig
+from tests.faults.rig import MountNamespace, Rig, private_mounts
 from tests.support.bench_rig import BenchRig
 
 LONGER = '''description = "a run long enough to be interrupted"
@@ -142,24 +142,29 @@ def test_two_ctrl_c_leave_saying_exactly_what_serves_and_restore_puts_the_contro
     assert "cut short" not in bench_rig.rigctl("status").stdout
 
 
-def test_a_bench_killed_mid_arm_is_said_by_every_later_command(bench_rig: BenchRig) -> None:
-    plan = bench_rig.plan("killed", text=LONGER)
-    proc = bench_rig.popen("bench", str(plan))
-    wait_until("arm 2 measuring", measuring(bench_rig, 2), proc)
+def killed_mid_arm(rig: BenchRig, name: str) -> int:
+    """A bench SIGKILLed while its candidate arm measures (a lost SSH session, the OOM killer): its pid."""
+    proc = rig.popen("bench", str(rig.plan(name, text=LONGER)))
+    wait_until("arm 2 measuring", measuring(rig, 2), proc)
     proc.kill()
     proc.wait(timeout=30)
-    said = (f"a bench (killed) was cut short: rigctl pid {proc.pid} died during arm 2 of 3 (candidate seqs8, "
+    return proc.pid
+
+
+def test_a_bench_killed_mid_arm_is_said_by_every_later_command(bench_rig: BenchRig) -> None:
+    pid = killed_mid_arm(bench_rig, "killed")
+    said = (f"a bench (killed) was cut short: rigctl pid {pid} died during arm 2 of 3 (candidate seqs8, "
             f"measuring); seqs8 serves, and the control seqs2 was not put back: `rigctl bench --restore` puts it back")
 
     status = bench_rig.rigctl("status")
     assert said in status.stdout, status.stdout
     assert any(said in note for note in bench_rig.status()["notes"])
     listed = bench_rig.rigctl("bench", "list")
-    assert f"cut short: rigctl pid {proc.pid} died during arm 2 of 3" in listed.stdout, listed.stdout
+    assert f"cut short: rigctl pid {pid} died during arm 2 of 3" in listed.stdout, listed.stdout
     run_dir = Path(live(bench_rig)["raw_dir"])  # type: ignore[index]
     report = bench_rig.rigctl("bench", "report", str(run_dir))
     assert report.returncode == 0
-    assert f"verdict: CUT SHORT: cut short: rigctl pid {proc.pid} died during arm 2 of 3" in report.stdout
+    assert f"verdict: CUT SHORT: cut short: rigctl pid {pid} died during arm 2 of 3" in report.stdout
     assert "FAILED:" not in report.stdout
     assert last_good(bench_rig) == "seqs2"  # never the candidate
     bench_rig.check_invariants()  # the candidate's server is recorded: status sees it, stop could stop it
@@ -173,7 +178,7 @@ def test_a_bench_killed_mid_arm_is_said_by_every_later_command(bench_rig: BenchR
     assert bench_rig.status()["active_profile"] == "seqs2" and live(bench_rig) is None
     listed = bench_rig.rigctl("bench", "list", "--json")
     row = json.loads(listed.stdout)[-1]
-    assert row["verdict"].startswith(f"cut short: rigctl pid {proc.pid} died during arm 2"), row
+    assert row["verdict"].startswith(f"cut short: rigctl pid {pid} died during arm 2"), row
     bench_rig.check_invariants()
 
 
@@ -211,11 +216,7 @@ def _tui_notifications(rig: Rig, into: list[str]) -> None:
 
 
 def test_a_switch_after_a_cut_short_bench_says_it_and_settles_it(bench_rig: BenchRig) -> None:
-    plan = bench_rig.plan("settled", text=LONGER)
-    proc = bench_rig.popen("bench", str(plan))
-    wait_until("arm 2 measuring", measuring(bench_rig, 2), proc)
-    proc.kill()
-    proc.wait(timeout=30)
+    killed_mid_arm(bench_rig, "settled")
     switched = bench_rig.rigctl("switch", "alt")
     assert switched.returncode == 0, switched.stdout + switched.stderr
     assert "note: a bench (settled) was cut short" in switched.stderr
@@ -225,11 +226,8 @@ def test_a_switch_after_a_cut_short_bench_says_it_and_settles_it(bench_rig: Benc
 
 @pytest.fixture
 def ns(bench_rig: BenchRig) -> Iterator[MountNamespace]:
-    space = MountNamespace()
-    bench_rig.prefix = space.prefix
-    yield space
-    bench_rig.cleanup()
-    space.close()
+    with private_mounts(bench_rig) as space:
+        yield space
 
 
 def test_the_raw_dirs_disk_filling_mid_arm_is_one_line_and_restore_puts_the_control_back(

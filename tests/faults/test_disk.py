@@ -7,16 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.rig import SERVED, MountNamespace, Rig
+from tests.faults.rig import SERVED, MountNamespace, Rig, private_mounts
 
 
 @pytest.fixture
 def ns(rig: Rig) -> Iterator[MountNamespace]:
-    space = MountNamespace()
-    rig.prefix = space.prefix
-    yield space
-    rig.cleanup()  # inside the namespace, where its servers' files are
-    space.close()
+    with private_mounts(rig) as space:
+        yield space
 
 
 def _mount_tmpfs(ns: MountNamespace, rig: Rig, mib: int) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from rigctl.record.rows import Row
 from rigctl.record.store import RecordReader, RecordWriter
-from tests.faults.rig import MountNamespace, Rig, crashed
+from tests.faults.rig import MountNamespace, Rig, crashed, private_mounts
 from tests.support.bad_servers import bad_server
 
 DAY = 86400.0
@@ -138,11 +138,8 @@ def test_a_lock_another_program_holds_is_waited_out_and_loses_no_row(rig: Rig) -
 
 @pytest.fixture
 def ns(rig: Rig) -> Iterator[MountNamespace]:
-    space = MountNamespace()
-    rig.prefix = space.prefix
-    yield space
-    rig.cleanup()
-    space.close()
+    with private_mounts(rig) as space:
+        yield space
 
 
 def test_a_disk_full_for_a_moment_does_not_end_the_recorder(rig: Rig, ns: MountNamespace) -> None:
