@@ -16,7 +16,7 @@ RIG = "2x3090-nvlink"
 
 async def shoot(out: Path) -> None:
     from rigctl.cli.serving import make_context
-    from rigctl.cli.tui import DEMO_TOO_LONG, prepare_demo_home
+    from rigctl.cli.tui import DEMO_FAILS, prepare_demo_home
     from rigctl.gpu.sampler import RigSampler
     from rigctl.serve import switch as transaction
     from rigctl.serve.statefiles import read_record
@@ -37,7 +37,7 @@ async def shoot(out: Path) -> None:
         async with app.run_test(size=(100, 34)) as pilot:
             await pilot.pause(8)  # sparklines fill, interval figures settle
             app.save_screenshot("dashboard.svg", str(out))
-            app.start_serving_action(DEMO_TOO_LONG, lambda c: transaction.switch(c, DEMO_TOO_LONG))
+            app.start_serving_action(DEMO_FAILS, lambda c: transaction.switch(c, DEMO_FAILS))
             for _ in range(600):
                 await pilot.pause(0.1)
                 if app.boot is not None and app.boot.done:

@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.fit.advise import layouts, recommend
     from rigctl.fit.build import inputs_for, weights_for
     from rigctl.fit.calibrate import correction, last_measured
-    from rigctl.fit.inputs import LaunchOptions, find_model_dir, model_dir_or_error, options_from_launch, shipped_config
+    from rigctl.fit.check import config_source as source_of
+    from rigctl.fit.inputs import LaunchOptions, model_dir_or_error, options_from_launch
     from rigctl.fit.model import load_dims
 
     _check_ranges(args)
@@ -81,15 +82,12 @@ def run(args: argparse.Namespace) -> int:
         model_dir: Path | None = args.config.parent if args.config.name == "config.json" else args.config
         dims = load_dims(args.config, options.model or str(args.config))
         config_source = str(args.config)
-    elif options.model and find_model_dir(options.model) is None and shipped_config(options.model):
-        shipped = shipped_config(options.model)
-        assert shipped is not None
-        model_dir, dims = None, load_dims(shipped, options.model)
-        config_source = f"rigctl's copy of its config.json ({options.model} is not on this machine)"
     else:
-        model_dir = model_dir_or_error(options.model)
-        dims = load_dims(model_dir, options.model or "")
-        config_source = str(model_dir / "config.json")
+        model_dir, config, config_source = source_of(options.model) if options.model else (None, None, "")
+        if config is None:
+            model_dir_or_error(options.model)  # says why, naming the cache it looked in
+        assert config is not None
+        dims = load_dims(config, options.model or "")
     rig = _rig(args, args.available_kv_gib is not None or options.kv_cache_memory_bytes is not None)
     totals = tuple(g.memory_total or 0 for g in rig.gpus)
     from rigctl.serve.boots import read_history

@@ -13,7 +13,8 @@ from typing import Any
 from rigctl.cli import common
 
 DEMO_RIG = "2x3090-nvlink"
-DEMO_TOO_LONG = "demo-1m-context-fails"
+DEMO_FAILS = "demo-boot-crashes"  # boots, dies while loading: the rollback to watch
+DEMO_TOO_LONG = "demo-1m-context"  # refused before anything stops: past the model's maximum
 DEMO_PROFILE = {
     "2x3090-nvlink": "qwen36-27b-awq-tp2",
     "2x3090-gen3-x8": "qwen36-27b-awq-tp2",
@@ -74,10 +75,15 @@ def prepare_demo_home(rig: str, profile: str | None = None) -> tuple[Path, str]:
         (user / f"{base}.toml").write_text(f'# demo: the shipped {base} on a free port\nextends = "{base}"\n\n'
                                            f"[vllm]\nport = {port}\n")
     made_for_rig = DEMO_PROFILE.get(rig, "qwen36-27b-awq-tp2")
-    # One profile that cannot fit, so a newcomer can see a failed switch explained and rolled back.
+    # One profile whose boot dies, so a newcomer can see a failed switch explained and rolled back,
+    # and one that asks for more than the model allows, refused while the running server serves on.
+    (user / f"{DEMO_FAILS}.toml").write_text(
+        "# demo: the simulated engine crashes while it loads the weights, as a driver fault does\n"
+        'description = "demo: crashes while loading: switch to it to see a rollback"\n'
+        f'extends = "{made_for_rig}"\n\n[env]\nRIGCTL_SIM_CRASH_AT = "load"\n')
     (user / f"{DEMO_TOO_LONG}.toml").write_text(
-        "# demo: asks for a 1M-token context; the KV cache of 24 GB cards cannot hold one such request\n"
-        'description = "demo: 1M context, does not fit: switch to it to see a rollback"\n'
+        "# demo: asks for a 1M-token context, four times what the model allows: refused before the stop\n"
+        'description = "demo: 1M context: switch to it to see it refused before anything stops"\n'
         f'extends = "{made_for_rig}"\n\n[vllm]\nmax_model_len = 1048576\n')
     return home, profile or made_for_rig
 

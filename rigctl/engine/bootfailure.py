@@ -121,6 +121,17 @@ def _explain(cause: str, m: re.Match[str], line: str, kv_explicit: bool) -> Fail
     return Failure(cause, summary, line, suggestion)
 
 
+def capped(failure: Failure, model_max: int | None) -> Failure:
+    """A KV-too-small failure's fix, never past what the model allows: vLLM estimates the length the
+    pool would hold (655,200 for a 1M context on 2x24 GB), not what the model takes (262,144)."""
+    estimate = failure.estimated_max_len
+    if failure.cause != "max_model_len" or not model_max or not estimate or estimate <= model_max:
+        return failure
+    return Failure(failure.cause, failure.summary, failure.line,
+                   f"set max_model_len to {model_max:,} or less (the model's maximum, max_position_embeddings; "
+                   f"the pool would hold {estimate:,})", failure.max_model_len, model_max)
+
+
 def most_specific(candidates: list[Failure]) -> Failure:
     """The engine-core and crash lines follow the real cause; prefer the earliest specific one."""
     for failure in candidates:

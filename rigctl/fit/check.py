@@ -9,6 +9,7 @@ profile is exact, and so is the refusal."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from rigctl.errors import BadInputError
 from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
@@ -36,27 +37,52 @@ def _key(layout: Layout) -> str:
     return "max_num_seqs" if layout.why_not and "max_num_seqs" in layout.why_not else "max_model_len"
 
 
-def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...], shipped_too: bool = False) -> FitInputs | str:
-    """The advisor's inputs for this command line, or why there are none. `shipped_too`: without
-    the model on disk, rigctl's copy of a known model's config (to show, never to refuse by)."""
+def config_source(model: str) -> tuple[Path | None, Path | None, str]:
+    """(the model dir on this machine, the config.json to read, what to call it): the model's own
+    config where it is on disk, else rigctl's copy of a known model's, else none. One rule for
+    validate, the switch's preflight, the Profiles screen and the dry run."""
+    model_dir = find_model_dir(model)
+    if model_dir is not None:
+        return model_dir, model_dir / "config.json", str(model_dir / "config.json")
+    shipped = shipped_config(model)
+    if shipped is not None:
+        return None, shipped, f"rigctl's copy of its config.json ({model} is not on this machine)"
+    return None, None, f"no config.json for {model} here"
+
+
+def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> tuple[FitInputs, str] | str:
+    """The advisor's inputs for this command line and which config they came from, or why there
+    are none."""
     if not options.model:
         return "no model"
-    model_dir = find_model_dir(options.model)
-    config = model_dir or (shipped_config(options.model) if shipped_too else None)
+    model_dir, config, source = config_source(options.model)
     if config is None:
-        return f"no config.json for {options.model} here"
+        return source
     dims = load_dims(config)  # BadInputError: the model's own config on this machine is broken
-    return inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals)
+    return inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals), source
+
+
+def model_max_len(model: str | None) -> int | None:
+    """The model's max_position_embeddings from its config.json on this machine, else from rigctl's
+    copy of a known model's; None when neither says."""
+    config = config_source(model)[1] if model else None
+    if config is None:
+        return None
+    try:
+        return load_dims(config).max_position or None
+    except BadInputError:
+        return None
 
 
 def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Layout | str:
     """The profile's own layout on this rig, predicted; or why it cannot be."""
     try:
-        inputs = _inputs(options, gpu_totals, shipped_too=True)
+        found = _inputs(options, gpu_totals)
     except BadInputError as exc:
         return str(exc)
-    if isinstance(inputs, str):
-        return inputs
+    if isinstance(found, str):
+        return found
+    inputs = found[0]
     if not gpu_totals and inputs.available_kv_bytes is None:
         return "no GPU known"
     return evaluate(inputs, options.tp, options.dp)
@@ -66,28 +92,34 @@ def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFindin
     if not options.model or not gpu_totals or options.tp * options.dp > len(gpu_totals):
         return []  # (the GPU count check names a layout the rig cannot hold)
     try:
-        inputs = _inputs(options, gpu_totals)
+        found = _inputs(options, gpu_totals)
     except BadInputError as exc:  # vLLM reads the same file at boot: it would fail on it too
         return [FitFinding("error", "model", f"the model's config is not usable: {exc}")]
-    if isinstance(inputs, str):
+    if isinstance(found, str):
         return []
+    inputs, source = found
+    findings: list[FitFinding] = []
+    ceiling = inputs.model.max_position
+    if options.max_model_len and ceiling and options.max_model_len > ceiling and not options.allow_long_max_len:
+        return [FitFinding("error", "max_model_len", f"{options.max_model_len:,} is more than the model allows "
+                           f"(max_position_embeddings {ceiling:,} in {source}): vLLM refuses it at start "
+                           f"(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in [env] overrides it, at the risk of wrong output)")]
     layout = evaluate(inputs, options.tp, options.dp)
-    found: list[FitFinding] = []
     if not layout.fits and layout.pool is not None:
         exact = inputs.available_kv_bytes is not None
         generous = _with_more_budget(inputs, layout)
         if exact or (generous is not None and not generous.fits):
-            found.append(FitFinding("error", _key(layout), f"{layout.why_not} ({'exact' if exact else 'predicted'}; "
-                                    "rigctl fit shows the figures)"))
+            findings.append(FitFinding("error", _key(layout), f"{layout.why_not} ({'exact' if exact else 'predicted'} "
+                                       f"from {source}; rigctl fit shows the figures)"))
         else:
-            found.append(FitFinding("warning", _key(layout), f"{layout.why_not} (predicted, within the advisor's "
-                                    "margin: it may start; rigctl fit shows the figures)"))
+            findings.append(FitFinding("warning", _key(layout), f"{layout.why_not} (predicted from {source}, within "
+                                       "the advisor's margin: it may start; rigctl fit shows the figures)"))
     if options.dp > 1 and options.tp == 1:
         advice = recommend(inputs, layouts(inputs))
         if advice is not None and advice.tp > 1:
-            found.append(FitFinding("warning", "data_parallel_size", f"the fit rule would split this model: "
-                                    f"{advice.why}"))
-    return found
+            findings.append(FitFinding("warning", "data_parallel_size", f"the fit rule would split this model: "
+                                       f"{advice.why}"))
+    return findings
 
 
 def _with_more_budget(inputs: FitInputs, layout: Layout) -> Layout | None:

@@ -37,6 +37,7 @@ class LaunchOptions:
     mamba_ssm_dtype: str | None = None
     kv_cache_memory_bytes: int | None = None
     quantization: str | None = None
+    allow_long_max_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the model's maximum on purpose
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def but(self, **changes: Any) -> LaunchOptions:
@@ -63,6 +64,8 @@ def options_from_launch(argv: list[str] | tuple[str, ...], env: dict[str, str]) 
     """A command line and its environment: vLLM's CPU build takes its KV size in GiB from
     VLLM_CPU_KVCACHE_SPACE, which sizes the pool as --kv-cache-memory-bytes does."""
     options = options_from_argv(argv)
+    if env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip() in ("1", "true", "True"):
+        options = options.but(allow_long_max_len=True)
     space = env.get("VLLM_CPU_KVCACHE_SPACE", "").strip()
     if space and options.kv_cache_memory_bytes is None:
         try:

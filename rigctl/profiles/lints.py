@@ -120,9 +120,19 @@ def _pipeline_conflicts(profile: Profile, settings: dict[str, Setting], rig: Rig
     return out
 
 
+def _split_size_with_expandable(profile: Profile, settings: dict[str, Setting], rig: RigInfo | None) -> list[Diagnostic]:
+    conf = str(profile.env.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+    options = {part.split(":")[0].strip(): part.partition(":")[2].strip() for part in conf.split(",") if part.strip()}
+    if "max_split_size_mb" not in options or options.get("expandable_segments", "").lower() != "true":
+        return []
+    return [profile.diagnostic("warning", "env.PYTORCH_CUDA_ALLOC_CONF",
+                               "max_split_size_mb works against expandable_segments:True (it stops the allocator "
+                               "from growing the segments it was told to expand): keep expandable_segments alone")]
+
+
 RULES: tuple[Callable[[Profile, dict[str, Setting], RigInfo | None], list[Diagnostic]], ...] = (
     _expandable, _prefill_chunk, _dp_api_servers, _slow_tp_link, _host, _mtp_alias, _fp8_on_ampere,
-    _pipeline_conflicts,
+    _pipeline_conflicts, _split_size_with_expandable,
 )
 
 

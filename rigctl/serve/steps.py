@@ -19,9 +19,10 @@ from pathlib import Path
 
 from rigctl import paths
 from rigctl.config import Settings
+from rigctl.engine.bootfailure import capped
 from rigctl.engine.bootlog import BootReport, Failure
 from rigctl.engine.client import EngineClient
-from rigctl.fit.check import check_profile
+from rigctl.fit.check import check_profile, model_max_len
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.options import OptionTable
@@ -179,6 +180,8 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) 
         full = _disk_full(record)
         if full is not None:
             result = dataclasses.replace(result, failure=full)
+        elif result.failure is not None and result.failure.cause == "max_model_len":
+            result = dataclasses.replace(result, failure=capped(result.failure, model_max_len(profile.model)))
     return result
 
 

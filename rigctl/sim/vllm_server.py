@@ -150,6 +150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rig = load_rig(os.environ.get("RIGCTL_SIM") or DEFAULT_RIG)
     model = lookup(cfg.model)
     max_len = cfg.max_model_len or model.max_position
+    if max_len > model.max_position and os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
+        # vLLM refuses it in its config's validation, before any engine starts (the real CPU build's line)
+        log.raw("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig")
+        log.raw(f"  Value error, User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
+                f"(max_position_embeddings={float(model.max_position)} or model_max_length=None in model's "
+                f"config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
+        return 1
     log("APIServer", "model.py:744", f"Resolved architecture: {model.architecture}")
     log("APIServer", "model.py:2170", f"Using max model len {max_len}")
     devices = visible_devices(rig)

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.serving import add_profile
+from tests.support.serving import UNPREDICTED_MODEL, add_profile
 
 
 @pytest.fixture
@@ -37,10 +37,10 @@ def test_switch_then_status_names_it_then_rollback_exit_3(env: dict[str, str], p
     status = json.loads(rigctl(env, "status", "--json").stdout)
     assert status["serving"]["active_profile"] == "good"
     assert status["serving"]["server"]["healthy"] is True
-    add_profile(profiles, "long", "max_model_len = 1048576\n", port)
+    add_profile(profiles, "long", "", port, top=UNPREDICTED_MODEL)
     failed = rigctl(env, "switch", "long")
     assert failed.returncode == 3
-    assert "max_model_len 1,048,576" in failed.stderr and "vLLM estimates" in failed.stderr
+    assert "max_model_len 131,072" in failed.stderr and "vLLM estimates" in failed.stderr
     assert "To serve at least one request" in failed.stdout  # the line that explains why
     models = httpx.get(f"http://127.0.0.1:{port}/v1/models").json()
     assert models["data"][0]["max_model_len"] == 131072  # the previous profile answers

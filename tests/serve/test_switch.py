@@ -22,7 +22,7 @@ from rigctl.serve.lock import RigBusyError
 from rigctl.serve.statefiles import read_record, read_state
 from rigctl.sim.claims import default_claims_dir, write_claim
 from rigctl.sim.rigspec import MIB
-from tests.support.serving import add_profile
+from tests.support.serving import UNPREDICTED_MODEL, add_profile
 
 
 def serves(port: int) -> tuple[str, int]:
@@ -46,7 +46,7 @@ def test_good_switch_records_state_history_and_serves(ctx, port: int) -> None:
 
 FAILURES = [
     ("oom_load", 'quantization = "fp8"\ntensor_parallel_size = 1\n', "CUDA out of memory while loading the weights"),
-    ("max_model_len", "max_model_len = 1048576\n", "vLLM estimates"),
+    ("max_model_len", "", "vLLM estimates"),  # UNPREDICTED_MODEL below: it fails at the boot
     ("crash", '[env]\nRIGCTL_SIM_CRASH_AT = "profile"\n', "crashed"),
     ("unknown_flag", 'async_scheduling = true\n[env]\nRIGCTL_SIM_REJECT_FLAGS = "--async-scheduling"\n',
      "vLLM does not accept --async-scheduling"),
@@ -55,7 +55,7 @@ FAILURES = [
 
 @pytest.mark.parametrize("cause,body,summary", FAILURES, ids=[f[0] for f in FAILURES])
 def test_failed_switch_rolls_back(ctx, profiles: Path, port: int, cause: str, body: str, summary: str) -> None:
-    add_profile(profiles, "bad", body, port)
+    add_profile(profiles, "bad", body, port, top=UNPREDICTED_MODEL if cause == "max_model_len" else "")
     assert transaction.switch(ctx, "good").status == "switched"
     outcome = transaction.switch(ctx, "bad")
     assert outcome.status == "rolled_back" and outcome.exit_code is ExitCode.ROLLED_BACK
@@ -68,11 +68,22 @@ def test_failed_switch_rolls_back(ctx, profiles: Path, port: int, cause: str, bo
 
 
 def test_max_model_len_failure_names_the_suggested_length(ctx, profiles: Path, port: int) -> None:
-    add_profile(profiles, "long", "max_model_len = 1048576\n", port)
+    add_profile(profiles, "long", "", port, top=UNPREDICTED_MODEL)
     transaction.switch(ctx, "good")
     failure = transaction.switch(ctx, "long").attempt.failure
-    assert failure.max_model_len == 1_048_576 and 500_000 < failure.estimated_max_len < 1_048_576
+    assert failure.max_model_len == 131_072 and 50_000 < failure.estimated_max_len < 131_072
     assert f"set max_model_len to {failure.estimated_max_len:,} or less" in failure.suggestion
+
+
+def test_a_context_past_the_models_maximum_is_refused_before_the_stop(ctx, profiles: Path, port: int) -> None:
+    """Exact, from the model's config (rigctl's copy when it is not downloaded), as vLLM refuses it."""
+    add_profile(profiles, "long", "max_model_len = 1048576\n", port)
+    assert transaction.switch(ctx, "good").status == "switched"
+    pid = read_record().pid
+    with pytest.raises(ProfileError, match=r"1,048,576 is more than the model allows \(max_position_embeddings "
+                                           r"262,144 in rigctl's copy of its config.json"):
+        transaction.switch(ctx, "long")
+    assert read_record().pid == pid
 
 
 def test_foreign_vram_refuses_the_greedy_profile_before_stopping_and_force_rolls_back(ctx, profiles: Path,

@@ -30,6 +30,13 @@ def free_port() -> int:
     raise RuntimeError(f"no free port in {block}-{block + 999}")
 
 
-def add_profile(user: Path, name: str, body: str, port: int, parent: str = "qwen36-27b-awq-tp2") -> None:
-    """A user profile extending a shipped one, on the test's port, plus `body` in its [vllm] table."""
-    (user / f"{name}.toml").write_text(f'extends = "{parent}"\n[vllm]\nport = {port}\n{body}')
+def add_profile(user: Path, name: str, body: str, port: int, parent: str = "qwen36-27b-awq-tp2", top: str = "") -> None:
+    """A user profile extending a shipped one, on the test's port, plus `body` in its [vllm] table
+    (and `top` before it: top-level keys such as model)."""
+    (user / f"{name}.toml").write_text(f'extends = "{parent}"\n{top}[vllm]\nport = {port}\n{body}')
+
+
+# A model neither rigctl nor the simulator knows the config of: the simulator sizes it from its
+# name (48B), rigctl cannot predict its pool, so a context that does not fit fails at the boot (KV
+# too small: 131,072 asked, ~87,000 fit on 2x24 GB at TP=2), as an unknown model's does on a real rig.
+UNPREDICTED_MODEL = 'model = "acme/Mystery-48B-AWQ"\n'

@@ -15,7 +15,7 @@ from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.widgets.server_log import MAX_LINES, ServerLog
 from rigctl.tui.widgets.serving_bar import ServingBar
-from tests.support.serving import add_profile
+from tests.support.serving import UNPREDICTED_MODEL, add_profile
 from tests.tui.helpers import poll, settle
 
 
@@ -73,7 +73,7 @@ def test_declined_confirmation_touches_nothing(serve_ctx) -> None:
 
 
 def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port: int) -> None:
-    add_profile(profiles, "long", "max_model_len = 1048576\n", port)
+    add_profile(profiles, "long", "", port, top=UNPREDICTED_MODEL)
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
 
@@ -82,11 +82,11 @@ def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port
             await choose(app, pilot, "long")
             await pilot.press("s")
             detail = str(app.screen.query_one("#confirm-detail", Static).content)
-            assert "--max-model-len: 131072 -> 1048576" in detail  # the diff is shown before confirming
+            assert "Qwen/Qwen3.6-27B-AWQ -> acme/Mystery-48B-AWQ" in detail  # the diff is shown before confirming
             await pilot.press("y")
             await wait_switch(app, pilot)
             outcome = str(app.screen.query_one("#boot-outcome", Static).content)
-            assert "long failed: max_model_len 1,048,576 needs more KV cache than fits" in outcome
+            assert "long failed: max_model_len 131,072 needs more KV cache than fits" in outcome
             assert "rolled back: good serves again" in outcome
             steps = str(app.screen.query_one("#boot-steps", Static).content)
             assert "rolling back to good" in steps
