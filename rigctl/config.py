@@ -52,6 +52,14 @@ class Settings:
     record_warmup: float = 300.0  # seconds of a boot's first traffic left out of its comparable hit rate
     record_min_prefix_queries: float = 20000.0  # prefix tokens queried before a hit rate is compared
     record_regression_points: float = 0.10  # a fall of the hit rate this large (0.10: 10 points) is flagged
+    drain_timeout: float = 120.0  # seconds a switch, restart or stop waits for running requests to finish
+    # [verify]: what the apps in front of this rig need of every boot (a profile's [verify] overrides)
+    verify_chat: bool | None = None  # None: a chat completion when the model has a chat template
+    verify_tools: bool = False  # a request with tools and tool_choice "auto"
+    verify_min_context: int = 0  # max_model_len on /v1/models at least this
+    verify_requests: str = ""  # a JSONL of the owner's own requests (relative to the config dir)
+    verify_timeout: float = 60.0  # seconds for the whole verification
+    verify_declared: bool = False  # config.toml has a [verify] table: the apps' needs are written down
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
 
@@ -59,12 +67,14 @@ class Settings:
 LAYOUT: dict[str, dict[str, str]] = {
     "server": {"launcher": "launcher", "vllm_command": "vllm_command", "boot_timeout": "boot_timeout",
                "stop_grace": "stop_grace", "kill_wait": "kill_wait", "lock_wait": "lock_wait",
-               "endpoint": "endpoint"},
+               "endpoint": "endpoint", "drain_timeout": "drain_timeout"},
     "profiles": {"dir": "profiles_dir"},
     "tui": {"rig_interval": "rig_interval", "metrics_interval": "metrics_interval", "theme": "theme"},
     "systemd": {"unit": "systemd_unit", "user": "systemd_user", "dropin_dir": "systemd_dropin_dir"},
     "docker": {"image": "docker_image", "container": "docker_container", "hf_cache": "docker_hf_cache"},
     "prometheus": {"url": "prometheus_url", "timeout": "prometheus_timeout"},
+    "verify": {"chat": "verify_chat", "tools": "verify_tools", "min_context": "verify_min_context",
+               "requests": "verify_requests", "timeout_s": "verify_timeout"},
     "record": {"interval": "record_interval", "warmup_s": "record_warmup", "min_prefix_queries":
                "record_min_prefix_queries", "regression_points": "record_regression_points"},
 }
@@ -85,6 +95,14 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise BadInputError(f"{where}: must be a command as a list of strings, e.g. [\"/opt/vllm/bin/vllm\"]")
         return tuple(value)
+    if kind == "bool | None":  # true or false; left out, the default decides
+        if not isinstance(value, bool):
+            raise BadInputError(f"{where}: must be true or false")
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**40:
+            raise BadInputError(f"{where}: must be a whole number of tokens")
+        return value
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise BadInputError(f"{where}: must be a non-negative number of seconds")
@@ -105,7 +123,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ) if env is None else env
     values: dict[str, Any] = {}
-    sources = {f.name: "default" for f in fields(Settings) if f.name != "sources"}
+    sources = {f.name: "default" for f in fields(Settings) if f.name not in DERIVED}
     path = config_path()
     if path.is_file():
         text = read_input_text(path, 1024 * 1024, "config file")
@@ -116,6 +134,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         except tomllib.TOMLDecodeError as exc:
             raise BadInputError(f"{path}: invalid TOML: {exc}") from exc
         lines = key_lines(text)
+        values["verify_declared"] = isinstance(data.get("verify"), dict)
         for table, entries in data.items():
             where_table = f"{path}:{line_of(lines, table)}: {table}"
             if table not in LAYOUT or not isinstance(entries, dict):
@@ -140,8 +159,11 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     return Settings(**values, sources=sources)
 
 
+DERIVED = ("sources", "verify_declared")  # said by load_settings, never written in config.toml
+
+
 def as_table(settings: Settings) -> dict[str, Any]:
-    return {f.name: getattr(settings, f.name) for f in fields(Settings) if f.name != "sources"}
+    return {f.name: getattr(settings, f.name) for f in fields(Settings) if f.name not in DERIVED}
 
 
 def field_location(name: str) -> tuple[str, str]:

@@ -20,7 +20,15 @@ from rigctl.bench.live import ArmProgress
 from rigctl.bench.loadgen import LoadTarget, RequestOptions, RequestResult, run_load, schedule
 from rigctl.bench.plan import Workload
 from rigctl.bench.rawdir import RawDir
-from rigctl.bench.summary import ArmFigures, ColdCheck, GpuReading, Sample, arm_figures, cold_check
+from rigctl.bench.summary import (
+    ArmFigures,
+    ColdCheck,
+    GpuReading,
+    Sample,
+    arm_figures,
+    cold_check,
+    verification_baseline,
+)
 from rigctl.bench.verdict import ArmOutcome
 from rigctl.bench.workload import Prompts, arrivals
 from rigctl.engine.client import EngineClient, EngineHTTPError
@@ -192,7 +200,7 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
         died = death()
         text, after = _scrape(client)
         raw.write_text(f"{stem}.metrics-after.prom", text or "")
-    cold = cold_check(cold_snapshot, before, after)
+    cold = cold_check(cold_snapshot, before, after, verification_baseline(boot))
     raw.write_lines(f"{stem}.requests.jsonl", (r.to_json() for r in results))
     raw.write_lines(f"{stem}.samples.jsonl", (s.to_json() for s in samples))
     figures = arm_figures(results, elapsed, before, after, samples, boot.get("kv_tokens"), boot.get("max_model_len"))

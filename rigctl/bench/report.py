@@ -17,7 +17,7 @@ from rigctl.bench.metrics import METRICS, TABLE, WHEN_PRESENT, Metric
 from rigctl.bench.plan import PlanError, parse_plan
 from rigctl.bench.rawdir import RawDir, kept_runs
 from rigctl.bench.run import BenchResult
-from rigctl.bench.summary import Sample, arm_figures, cold_check
+from rigctl.bench.summary import Sample, arm_figures, cold_check, verification_baseline
 from rigctl.bench.verdict import decide
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
@@ -141,7 +141,7 @@ def reload(raw: RawDir) -> dict[str, Any]:
                               _snapshot(raw, f"{stem}.metrics-after.prom"), samples, boot.get("kv_tokens"),
                               boot.get("max_model_len"))
         cold = cold_check(_snapshot(raw, f"{stem}.metrics-cold.prom"), _snapshot(raw, f"{stem}.metrics-before.prom"),
-                          _snapshot(raw, f"{stem}.metrics-after.prom"))
+                          _snapshot(raw, f"{stem}.metrics-after.prom"), verification_baseline(boot))
         arms.append(ArmRecord(number, role, profile, cold, figures, boot, summary.get("warmup_requests", 0),
                               summary.get("warmup_failed", 0), tuple(summary.get("serving_gpus", ())),
                               summary.get("started", 0.0), str(summary.get("server_died") or "")))

@@ -88,7 +88,9 @@ def _switch(ctx: ServeContext, target: Prepared, control: Prepared) -> SwitchOut
     """A switch to a profile as the bench resolved it at the start (an edit of its file since
     changes nothing), rolling back to the control as resolved, which stays the last good profile."""
     ctx.interrupt = Interrupt()  # a Ctrl-C that stopped the previous step must not stop this switch
-    return switch(ctx, target.profile.name, rollback=True, prepared=target, fallback=control)
+    # no drain: the bench's own traffic is over; the verification runs, and its counters are the
+    # arm's cold baseline (bench/arm.py)
+    return switch(ctx, target.profile.name, rollback=True, prepared=target, fallback=control, drain=0)
 
 
 class _Left(Exception):
@@ -180,7 +182,7 @@ def _run(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, progress:
     result.verdict = decide(plan.gate, [a.outcome() for a in result.arms])
     if keep_candidate and result.verdict.verdict == "promote" and plan.candidate != plan.control:
         ctx.say("step", f"promoted: {plan.candidate} serves on (--keep-candidate)")
-        outcome = switch(ctx, plan.candidate, rollback=True, prepared=checked.candidate, fallback=checked.control)
+        outcome = _switch(ctx, checked.candidate, checked.control)
         if outcome.status == "interrupted":
             raise _Left(outcome.message)
         if outcome.exit_code != ExitCode.OK:

@@ -32,7 +32,7 @@ def _shown(value: Any) -> str:
         return shlex.join(value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value) if value != "" else "(unset)"
+    return str(value) if value not in ("", None) else "(unset)"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,8 @@ from typing import Any
 
 from rigctl.errors import BadInputError, one_line
 
-TOP_LEVEL_KEYS = ("description", "extends", "model", "notes", "vllm", "env", "rigctl")
+TOP_LEVEL_KEYS = ("description", "extends", "model", "notes", "vllm", "env", "rigctl", "verify")
+VERIFY_KEYS = ("chat", "tools", "min_context", "requests", "timeout_s")  # as config.toml's [verify]
 RIGCTL_KEYS = ("boot_timeout", "vllm_command")
 
 # The knobs every display shows first, in this order.
@@ -65,6 +66,7 @@ class Profile:
     env: dict[str, Any]
     rigctl: dict[str, Any]
     chain: tuple[str, ...]  # this profile, then each parent
+    verify: dict[str, Any] = field(default_factory=dict)  # [verify]: over config.toml's, key by key
     origins: dict[str, Origin] = field(default_factory=dict)  # "vllm.max_num_seqs" -> where
     load_diagnostics: tuple[Diagnostic, ...] = ()
 

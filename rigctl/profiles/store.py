@@ -165,7 +165,7 @@ class ProfileStore:
             chain.append(self.layer(path))
 
     def _merge(self, chain: list[Layer]) -> Profile:
-        tables: dict[str, dict[str, Any]] = {"vllm": {}, "env": {}, "rigctl": {}}
+        tables: dict[str, dict[str, Any]] = {"vllm": {}, "env": {}, "rigctl": {}, "verify": {}}
         scalars: dict[str, Any] = {}
         origins: dict[str, Origin] = {}
         diagnostics: list[Diagnostic] = []
@@ -189,7 +189,8 @@ class ProfileStore:
             description=str(scalars.get("description", "")),
             model=scalars.get("model") if isinstance(scalars.get("model"), str) else None,
             vllm=tables["vllm"], env=tables["env"], rigctl=tables["rigctl"],
-            chain=tuple(layer.name for layer in chain), origins=origins, load_diagnostics=tuple(diagnostics),
+            chain=tuple(layer.name for layer in chain), verify=tables["verify"], origins=origins,
+            load_diagnostics=tuple(diagnostics),
         )
 
 
@@ -207,7 +208,7 @@ def _shape_errors(layer: Layer) -> list[Diagnostic]:
             else:
                 hint = f" (allowed: {', '.join(TOP_LEVEL_KEYS)})"
             out.append(Diagnostic("error", f"not a profile key{hint}", key, str(layer.path), line))
-        elif key in ("vllm", "env", "rigctl") and not isinstance(value, dict):
+        elif key in ("vllm", "env", "rigctl", "verify") and not isinstance(value, dict):
             out.append(Diagnostic("error", "must be a table", key, str(layer.path), line))
         elif key in ("description", "notes", "model") and not isinstance(value, str):
             out.append(Diagnostic("error", "must be a string", key, str(layer.path), line))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from rigctl.gpu.model import RigInfo
 from rigctl.profiles.lints import lint
@@ -17,7 +18,7 @@ from rigctl.profiles.options import (
     OptionTable,
     parse_human_int,
 )
-from rigctl.profiles.schema import Diagnostic, Profile
+from rigctl.profiles.schema import VERIFY_KEYS, Diagnostic, Profile
 from rigctl.profiles.settings import Setting, gpus_needed, not_one_of, resolve_settings
 
 
@@ -94,10 +95,35 @@ def _rigctl_table(profile: Profile) -> list[Diagnostic]:
     return out
 
 
+def _check_value(key: str, value: Any) -> str | None:
+    if key in ("chat", "tools") and not isinstance(value, bool):
+        return "must be true or false"
+    if key == "min_context" and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**40):
+        return "must be a whole number of tokens"
+    if key == "requests" and not isinstance(value, str):
+        return "must be the path of a JSONL file"
+    if key == "timeout_s" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86400):
+        return "must be a positive number of seconds"
+    return None
+
+
+def verify_table_problems(profile: Profile) -> list[Diagnostic]:
+    """The profile's own [verify] table, checked as config.toml's is (validate runs this)."""
+    out = []
+    for key, value in profile.verify.items():
+        if key not in VERIFY_KEYS:
+            out.append(profile.diagnostic("error", f"verify.{key}", f"not a verify setting (allowed: "
+                                          f"{', '.join(VERIFY_KEYS)})"))
+        elif (problem := _check_value(key, value)) is not None:
+            out.append(profile.diagnostic("error", f"verify.{key}", problem))
+    return out
+
+
 def validate(profile: Profile, table: OptionTable, rig: RigInfo | None = None) -> list[Diagnostic]:
     """Errors first, then warnings; empty when the profile is clean."""
     settings, problems = resolve_settings(profile, table)
-    errors = list(profile.load_diagnostics) + problems + _env(profile) + _rigctl_table(profile)
+    errors = list(profile.load_diagnostics) + problems + _env(profile) + _rigctl_table(profile) + \
+        verify_table_problems(profile)
     if not profile.model:
         errors.append(profile.diagnostic("error", "model", "missing: the model (Hugging Face id or path) to serve"))
     errors += _ranges(profile, settings)

@@ -32,6 +32,7 @@ class BootRecord:
     model_load_seconds: float | None
     graph_capture_seconds: float | None
     boot_seconds: float
+    verification: dict[str, Any] | None = None  # what was verified once it was ready (or why not)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,6 +19,7 @@ from rigctl.redact import redact_text
 from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord
+from rigctl.serve.verify import Verification
 
 ERROR_GRACE = 10.0  # seconds a process may keep running after logging a fatal error
 
@@ -40,6 +41,7 @@ class BootResult:
     failure: Failure | None
     record: ServerRecord | None  # None: nothing was started
     version: str | None = None
+    verification: Verification | None = None  # what the owner's apps need, checked once ready
 
 
 def not_started(profile: str, failure: Failure) -> BootResult:

@@ -34,6 +34,7 @@ from rigctl.serve import boots
 from rigctl.serve.bootwatch import BootResult, Event, not_started, watch_boot
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
+from rigctl.serve.verify import VerifySpec, not_verified, run_verify, spec_for
 
 ROLLBACK_MARGIN = 1.5  # a rollback may take this many times its last recorded boot
 
@@ -77,6 +78,7 @@ class Prepared:
     profile: Profile
     spec: LaunchSpec
     table: OptionTable  # what it was checked and rendered against
+    verify: VerifySpec  # what the owner's apps need of its boot
 
 
 def prepare(ctx: ServeContext, name: str) -> Prepared:
@@ -93,7 +95,7 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
         raise ProfileError(errors)
     for warning in diagnostics:
         ctx.say("warning", str(warning), profile.name)
-    return Prepared(profile, spec, choice.table)
+    return Prepared(profile, spec, choice.table, spec_for(ctx.settings, profile))
 
 
 BOOTING_GRACE = 5.0  # s: vLLM ignores SIGTERM until it is ready; waiting the full grace for it helps nobody
@@ -149,9 +151,13 @@ def no_interrupt() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) -> BootResult:
-    """Start `profile` and follow it until ready; any failure comes back as a failed result,
-    with what was started stopped again."""
+def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float, verify: VerifySpec | None,
+         verify_decides: bool = True) -> BootResult:
+    """Start `profile` and follow it until ready, then verify what the owner's apps need
+    (`verify` None: --no-verify, said in the boot record); any failure, a failed verification
+    included, comes back as a failed result, with what was started stopped again.
+    `verify_decides` False (a rollback: what served before is better than nothing): a failed
+    verification is a warning, and the server stays."""
     ctx.say("step", f"starting {profile.name}", profile.name)
     ctx.say("command", spec.display(), profile.name)
     with no_interrupt():
@@ -174,6 +180,14 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) 
         return BootResult(profile.name, False, 0.0, BootReport(), Failure(
             "internal", f"following the boot failed: {_reason(exc)}", ""), record)
     if result.ok:
+        checked = _verified(ctx, profile, spec, result, verify)
+        if checked.ok or verify_decides:
+            result = checked
+        else:
+            ctx.say("warning", f"{profile.name} serves again, but {checked.failure.summary if checked.failure else ''}",
+                    profile.name)
+            result = dataclasses.replace(result, verification=checked.verification)
+    if result.ok:
         _record_boot(ctx, profile, spec, result)
     else:
         _stop_quietly(ctx, record)
@@ -183,6 +197,29 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float) 
         elif result.failure is not None and result.failure.cause == "max_model_len":
             result = dataclasses.replace(result, failure=capped(result.failure, model_max_len(profile.model)))
     return result
+
+
+def _verified(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: BootResult,
+              verify: VerifySpec | None) -> BootResult:
+    """The ready server checked for what the apps need; a failed check fails the boot."""
+    record = result.record
+    if verify is None or record is None:
+        return dataclasses.replace(result, verification=not_verified("--no-verify"))
+    wanted = verify.describe()
+    if not wanted:
+        return dataclasses.replace(result, verification=not_verified("[verify] asks for nothing"))
+    ctx.say("phase", f"verifying: {'; '.join(wanted)}", profile.name)
+    with EngineClient(record.base_url, ctx.launcher.api_key(record), timeout=2.0) as client:
+        max_len = client.probe().max_model_len
+    name = spec.served_names[0] if spec.served_names else profile.model or profile.name
+    verification = run_verify(record.base_url, ctx.launcher.api_key(record), name, verify, max_len)
+    ctx.say("phase", verification.summary(), profile.name)
+    failed = verification.failure
+    if failed is None:
+        return dataclasses.replace(result, verification=verification)
+    return dataclasses.replace(result, ok=False, verification=verification, failure=Failure(
+        "verify", failed.detail, "", "the apps in front of this rig need it ([verify] in config.toml or the profile); "
+        "--no-verify switches without checking"))
 
 
 def _disk_full(record: ServerRecord) -> Failure | None:
@@ -207,7 +244,8 @@ def _record_boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: 
             max_concurrency=report.max_concurrency, max_model_len=report.concurrency_len,
             available_kv_gib=report.available_kv_gib, model_load_gib=report.model_load_gib,
             model_load_seconds=report.model_load_seconds, graph_capture_seconds=report.graph_capture_seconds,
-            boot_seconds=round(result.seconds, 2)))
+            boot_seconds=round(result.seconds, 2),
+            verification=result.verification.to_json() if result.verification else None))
     except OSError as exc:  # the server serves; only the record of the boot is lost
         ctx.say("warning", f"the boot record was not written to {boots.boots_file()}: {_reason(exc)}",
                 profile.name)

@@ -18,11 +18,12 @@ from rigctl.engine.client import EngineClient
 from rigctl.errors import ExitCode, StopFailed
 from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
-from rigctl.profiles.schema import Profile
 from rigctl.profiles.settings import resolve_settings
-from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
+from rigctl.serve.drain import drain as drain_requests
+from rigctl.serve.drain import in_flight
+from rigctl.serve.launchers import Launcher
 from rigctl.serve.lock import RigLock
 from rigctl.serve.serving import RunningServer, find_running
 from rigctl.serve.statefiles import ActiveState, ServerRecord, read_record, read_state, write_state
@@ -35,6 +36,7 @@ from rigctl.serve.steps import (
     rollback_timeout,
     stop_server,
 )
+from rigctl.serve.verify import apps_lose, tool_flags_missing
 
 
 @dataclass(frozen=True)
@@ -75,35 +77,75 @@ def _refused(ctx: ServeContext, target: str, reason: str, running: str | None) -
     return SwitchOutcome("refused", target, ExitCode.ROLLED_BACK if running else ExitCode.FAILURE, message)
 
 
+@dataclass(frozen=True)
+class SwitchOptions:
+    """How one switch goes. `prepared`: the target already resolved (a bench resolves its profiles
+    once, so an edit during the run changes nothing of it); `fallback`: the profile to roll back
+    to, resolved, which stays the last good profile whatever this switch does (a bench never makes
+    its candidate the last good one); `drain`: seconds to let running requests finish before the
+    stop (None: [server] drain_timeout, 0: cut them); `verify` False: --no-verify."""
+
+    timeout: float | None = None
+    rollback: bool = True
+    lock_wait: float | None = None
+    force: bool = False
+    prepared: Prepared | None = None
+    fallback: Prepared | None = None
+    drain: float | None = None
+    verify: bool = True
+
+
+def refusal_before_stop(ctx: ServeContext, prepared: Prepared, options: SwitchOptions) -> str | None:
+    """What the owner's apps need that the target cannot give, known from its command line alone."""
+    missing = tool_flags_missing(prepared.spec.argv)
+    if options.verify and prepared.verify.tools and missing and not options.force:
+        return (f"{prepared.profile.name} has no tool calling ({' and '.join(missing)} missing), and [verify] "
+                f"tools = true says the apps need it (--force tries it; the verification then decides)")
+    return None
+
+
 def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, rollback: bool = True,
            lock_wait: float | None = None, force: bool = False, prepared: Prepared | None = None,
-           fallback: Prepared | None = None) -> SwitchOutcome:
-    """`prepared`: the target already resolved (a bench resolves its profiles once, so an edit
-    during the run changes nothing of it); `fallback`: the profile to roll back to, resolved, and
-    the last good profile whatever this switch does (a bench never makes its candidate the last
-    good profile)."""
+           fallback: Prepared | None = None, drain: float | None = None, verify: bool = True) -> SwitchOutcome:
+    """The transaction, each keyword as SwitchOptions says."""
+    return switch_with(ctx, target, SwitchOptions(timeout, rollback, lock_wait, force, prepared, fallback, drain,
+                                                  verify))
+
+
+def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> SwitchOutcome:
     began = time.time()
-    prepared = prepared or prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
+    prepared = options.prepared or prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
     profile, spec = prepared.profile, prepared.spec
     settings, _ = resolve_settings(profile, prepared.table)
     refusal = preflight.before_lock(ctx, spec)
-    if refusal:
-        return _refused(ctx, target, refusal.reason, _serving_name())
-    with RigLock(f"switch to {target}", ctx.settings.lock_wait if lock_wait is None else lock_wait):
+    reason = refusal.reason if refusal else refusal_before_stop(ctx, prepared, options)
+    if reason:
+        return _refused(ctx, target, reason, _serving_name())
+    with RigLock(f"switch to {target}", ctx.settings.lock_wait if options.lock_wait is None else options.lock_wait):
         running = find_running(ctx.settings, ctx.launcher)  # read under the lock: a queued switch sees now
         for note in running.notes:
             ctx.say("warning", note, target)
         record = running.record
-        refusal = preflight.after_lock(ctx, spec, settings, record, force)
+        refusal = preflight.after_lock(ctx, spec, settings, record, options.force)
         if refusal:
             return _refused(ctx, target, refusal.reason, record.profile if record else None)
+        if record is not None and not prepared.verify.declared:
+            for lost in apps_lose(record.argv, spec.argv):
+                ctx.say("warning", f"the apps in front of this rig lose {lost} ({record.profile} had it; [verify] in "
+                        f"config.toml makes a switch that drops it fail instead)", target)
+        if record is not None and running.launcher is not None:
+            try:
+                _drain(ctx, record, running.launcher, options.drain)
+            except KeyboardInterrupt:
+                return _refused(ctx, target, "Ctrl-C while the running requests finished", record.profile)
         state = _previous_state(ctx)
+        fallback = options.fallback
         last_good = fallback.profile.name if fallback else (
             (record.profile if record else None) or (state.last_good if state else None))
         if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
             return _refused(ctx, target, "the state file cannot be written", record.profile if record else None)
         try:
-            return _transaction(ctx, profile, spec, running, last_good, timeout, rollback, fallback)
+            return _transaction(ctx, prepared, running, last_good, options)
         except KeyboardInterrupt:
             return _left(ctx, target, last_good, began)
         except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the state left honest
@@ -114,6 +156,21 @@ def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, roll
             return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message)
 
 
+def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds: float | None) -> None:
+    """Let what runs on the server finish before it stops (none of it, with --no-drain)."""
+    deadline = ctx.settings.drain_timeout if seconds is None else seconds
+    api_key = launcher.api_key(record)
+    if deadline <= 0:
+        left = in_flight(record.base_url, api_key)
+        if left:
+            ctx.say("warning", f"--no-drain: {left} request(s) running or waiting on {record.profile} are cut",
+                    record.profile)
+        return
+    ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
+    done = drain_requests(record.base_url, api_key, deadline, lambda text: ctx.say("phase", text, record.profile))
+    ctx.say("warning" if done.left else "phase", done.describe(deadline), record.profile)
+
+
 def _serving_name() -> str | None:
     try:
         record = read_record()
@@ -122,9 +179,9 @@ def _serving_name() -> str | None:
     return record.profile if record else None
 
 
-def _transaction(ctx: ServeContext, profile: Profile, spec: LaunchSpec, running: RunningServer,
-                 last_good: str | None, timeout: float | None, rollback: bool,
-                 fallback: Prepared | None = None) -> SwitchOutcome:
+def _transaction(ctx: ServeContext, prepared: Prepared, running: RunningServer, last_good: str | None,
+                 options: SwitchOptions) -> SwitchOutcome:
+    profile, spec = prepared.profile, prepared.spec
     target = profile.name
     record, launcher = running.record, running.launcher
     ctx.interrupt.touched = True
@@ -139,33 +196,35 @@ def _transaction(ctx: ServeContext, profile: Profile, spec: LaunchSpec, running:
     if ctx.interrupt.requested.is_set():
         attempt = not_started(target, Failure("interrupted", "interrupted by Ctrl-C before it started", ""))
     else:
-        attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, timeout))
+        attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, options.timeout),
+                       prepared.verify if options.verify else None)
     if attempt.ok:
-        message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt)
-        _state(ctx, "serving", target, last_good if fallback else target, message)
+        verified = f"; {attempt.verification.summary()}" if attempt.verification else ""
+        message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt) + verified
+        _state(ctx, "serving", target, last_good if options.fallback else target, message)
         ctx.say("outcome", message, target)
         return SwitchOutcome("switched", target, ExitCode.OK, message, attempt)
     failure = attempt.failure
     why = f"{target} failed: {failure.summary if failure else 'unknown'}"
     ctx.say("failure", why + (f"\n  {failure.line}" if failure and failure.line else "")
             + (f"\n  fix: {failure.suggestion}" if failure and failure.suggestion else ""), target)
-    if not rollback or not last_good or last_good == target:
-        reason = "rollback disabled" if not rollback else (
+    if not options.rollback or not last_good or last_good == target:
+        reason = "rollback disabled" if not options.rollback else (
             "no previous profile to roll back to" if not last_good else "it was the profile that served")
         message = f"{why}; {reason}; nothing serves"
         _state(ctx, "failed", None, last_good, message)
         return SwitchOutcome("failed", target, ExitCode.ROLLBACK_FAILED, message, attempt)
-    return _roll_back(ctx, target, why, attempt, last_good, fallback)
+    return _roll_back(ctx, target, why, attempt, last_good, options)
 
 
 def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, last_good: str,
-               fallback: Prepared | None = None) -> SwitchOutcome:
+               options: SwitchOptions) -> SwitchOutcome:
     if ctx.interrupt.requested.is_set():
         ctx.say("step", f"Ctrl-C: rolling back to {last_good} (Ctrl-C again to leave at once)", last_good)
     ctx.interrupt.requested.clear()  # the first Ctrl-C was for the new boot, not for the rollback
     ctx.say("step", f"rolling back to {last_good}", last_good)
     try:
-        again_prepared = fallback or prepare(ctx, last_good)
+        again_prepared = options.fallback or prepare(ctx, last_good)
         previous, previous_spec = again_prepared.profile, again_prepared.spec
     except Exception as exc:  # noqa: BLE001 - the last good profile itself may have become invalid on disk
         message = f"{why}; rollback to {last_good} impossible: {exc}; nothing serves"
@@ -177,7 +236,8 @@ def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, la
     if refusal:
         again = not_started(last_good, Failure("launch", refusal.reason, ""))
     else:
-        again = boot(ctx, previous, previous_spec, rollback_timeout(ctx, previous))
+        again = boot(ctx, previous, previous_spec, rollback_timeout(ctx, previous),
+                     again_prepared.verify if options.verify else None, verify_decides=False)
     if again.ok:
         message = f"{why}; rolled back: {last_good} serves again"
         _state(ctx, "serving", last_good, last_good, message)
@@ -253,7 +313,9 @@ def start(ctx: ServeContext, name: str | None, timeout: float | None = None) -> 
     return switch(ctx, target, timeout=timeout, rollback=False)
 
 
-def stop(ctx: ServeContext) -> SwitchOutcome:
+def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
+    """Stop the server rigctl started, once its running requests have finished (`drain` as for a
+    switch)."""
     with RigLock("stop", ctx.settings.lock_wait):
         running = find_running(ctx.settings, ctx.launcher)  # under the lock: never a switch's half-state
         for note in running.notes:
@@ -264,6 +326,11 @@ def stop(ctx: ServeContext) -> SwitchOutcome:
         if not record or not launcher:
             _state(ctx, "stopped", None, last_good, "nothing was running")
             return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running")
+        try:
+            _drain(ctx, record, launcher, drain)
+        except KeyboardInterrupt:
+            message = f"not stopped: Ctrl-C while the running requests finished; {record.profile} keeps serving"
+            return SwitchOutcome("refused", record.profile, ExitCode.FAILURE, message)
         ctx.interrupt.touched = True
         try:
             stop_server(ctx, record, launcher)

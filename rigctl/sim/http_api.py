@@ -29,6 +29,7 @@ class SimServer(ThreadingHTTPServer):
     cache_info: dict[str, str]
     started: float
     created: int
+    auto_tools: bool  # --enable-auto-tool-choice with a --tool-call-parser
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -105,6 +106,11 @@ class Handler(BaseHTTPRequestHandler):
             self._error(404, f"The model `{body['model']}` does not exist.", "NotFoundError")
             return
         chat = path.endswith("chat/completions")
+        if chat and body.get("tool_choice") == "auto" and not self.server.auto_tools:
+            # vLLM's renderer, word for word (vllm/renderers/online_renderer.py), HTTP 400
+            self._error(400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+                        "BadRequestError")
+            return
         text = (" ".join(str(m.get("content", "")) for m in body.get("messages", []))
                 if chat else str(body.get("prompt", "")))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)

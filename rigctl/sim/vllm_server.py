@@ -229,6 +229,7 @@ def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engi
     quiet = getattr(ns, "disable_access_log_for_endpoints", None) or ""
     server.quiet_paths = {p.strip() for p in str(quiet).split(",") if p.strip()}
     server.started, server.created = time.time(), int(time.time())
+    server.auto_tools = bool(getattr(ns, "enable_auto_tool_choice", None) and getattr(ns, "tool_call_parser", None))
     blocks = int(plan0.kv_memory / (plan0.kv_bytes_per_token * plan0.block_size)) if plan0.kv_bytes_per_token else 0
     server.cache_info = {
         "block_size": str(plan0.block_size), "cache_dtype": cfg.kv_cache_dtype,

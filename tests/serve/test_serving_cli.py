@@ -78,7 +78,7 @@ def test_rigctl_killed_mid_switch_reports_honestly(env: dict[str, str], profiles
 
 def test_logs_and_start_after_stop(env: dict[str, str], profiles: Path) -> None:
     assert rigctl(env, "switch", "good").returncode == 0
-    logs = rigctl(env, "logs", "-n", "5")
+    logs = rigctl(env, "logs", "-n", "12")  # (the verification's requests follow the start)
     assert logs.returncode == 0 and "Application startup complete." in logs.stdout
     assert rigctl(env, "stop").returncode == 0
     started = rigctl(env, "start")  # the last good profile

@@ -40,7 +40,9 @@ def test_good_switch_records_state_history_and_serves(ctx, port: int) -> None:
     assert record.profile == "good" and record.vllm_version == "0.33.0" and record.max_model_len == 131072
     assert 500_000 < record.kv_tokens < 800_000 and record.boot_seconds < 10
     phases = [e.text for e in ctx.events if e.kind == "phase"]
-    assert phases[0] == "vLLM started" and phases[-1] == "application startup complete"
+    assert phases[0] == "vLLM started" and phases[-3] == "application startup complete"
+    assert phases[-2:] == ["verifying: a chat completion (1 token), when the model has a chat template", "verified: chat"]
+    assert record.verification["ok"] and record.verification["checks"][0]["name"] == "chat"
     assert "KV cache allocated" in phases
 
 

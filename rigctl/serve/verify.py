@@ -1,0 +1,308 @@
+"""A boot is done when the owner's apps work, not when vLLM answers: the checks `[verify]` asks
+for (config.toml, overridden per profile key by key), run against the new server before a
+switch counts as done. A check that fails is a failed boot (the switch rolls back), with vLLM's
+own answer quoted.
+
+    chat = true        one chat completion, 1 token (default: when the model has a chat template)
+    tools = true       one request with tools and tool_choice "auto" (vLLM answers 400 without
+                       --enable-auto-tool-choice and --tool-call-parser)
+    min_context = N    /v1/models says max_model_len >= N
+    requests = "F"     the owner's own requests, in order: JSONL of {"endpoint", "body", "status"}
+    timeout_s = S      for all of it
+
+Every prompt carries a fresh token, so no verification request shares a prefix block with any
+other request (a bench's cold-cache proof counts on it); the engine's prefix counters after the
+checks are kept as the boot's baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rigctl import paths
+from rigctl.config import Settings
+from rigctl.engine.client import EngineClient, EngineHTTPError
+from rigctl.engine.prom import ExpositionError
+from rigctl.errors import BadInputError
+from rigctl.files import read_input_text
+from rigctl.jsonio import loads_strict
+from rigctl.profiles.schema import Profile
+from rigctl.profiles.validate import verify_table_problems
+
+REQUESTS_LIMIT = 4 * 1024 * 1024
+ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/tokenize")
+TOOL_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser")
+
+
+@dataclass(frozen=True)
+class OwnerRequest:
+    where: str  # file:line
+    endpoint: str
+    body: dict[str, Any]
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class VerifySpec:
+    chat: bool | None = None  # None: when the model has a chat template
+    tools: bool = False
+    min_context: int = 0
+    requests: tuple[OwnerRequest, ...] = ()
+    requests_file: str = ""
+    timeout_s: float = 60.0
+    declared: bool = False  # a [verify] table says what the apps need (config.toml or the profile)
+
+    def describe(self) -> list[str]:
+        """The checks that will run, in words."""
+        out = ["a chat completion (1 token)" + ("" if self.chat else ", when the model has a chat template")
+               ] if self.chat is not False else []
+        if self.tools:
+            out.append('a tool call (tools, tool_choice "auto")')
+        if self.min_context:
+            out.append(f"max_model_len at least {self.min_context:,}")
+        if self.requests:
+            out.append(f"{len(self.requests)} request(s) of {self.requests_file}")
+        return out
+
+
+def _read_requests(path: Path) -> tuple[OwnerRequest, ...]:
+    """The owner's requests file, every line checked: BadInputError naming file:line."""
+    text = read_input_text(path, REQUESTS_LIMIT, "verify requests file")
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        try:
+            entry = loads_strict(line)
+        except (ValueError, RecursionError) as exc:
+            raise BadInputError(f"{where}: not a JSON object ({str(exc)[:80]})") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("body"), dict):
+            raise BadInputError(f'{where}: expected {{"endpoint": "/v1/chat/completions", "body": {{...}}, '
+                                f'"status": 200}}')
+        endpoint = entry.get("endpoint", "/v1/chat/completions")
+        if endpoint not in ENDPOINTS:
+            raise BadInputError(f"{where}: endpoint {str(endpoint)[:60]!r} is not one of {', '.join(ENDPOINTS)}")
+        status = entry.get("status", 200)
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            raise BadInputError(f"{where}: status {str(status)[:20]} is not an HTTP status")
+        out.append(OwnerRequest(where, endpoint, entry["body"], status))
+    return tuple(out)
+
+
+def spec_for(settings: Settings, profile: Profile) -> VerifySpec:
+    """config.toml's [verify] with the profile's over it; the requests file read and checked now
+    (before anything stops). BadInputError naming the file for a bad value or a bad line."""
+    problems = verify_table_problems(profile)
+    if problems:
+        raise BadInputError(str(problems[0]))
+    mine = profile.verify
+    requests_file, base = settings.verify_requests, paths.config_dir()
+    if "requests" in mine:
+        origin = profile.origin("verify.requests")
+        requests_file, base = str(mine["requests"]), origin.path.parent if origin else profile.path.parent
+    requests: tuple[OwnerRequest, ...] = ()
+    if requests_file:
+        path = Path(requests_file).expanduser()
+        requests = _read_requests(path if path.is_absolute() else base / path)
+    return VerifySpec(chat=mine.get("chat", settings.verify_chat), tools=bool(mine.get("tools", settings.verify_tools)),
+                      min_context=int(mine.get("min_context", settings.verify_min_context)), requests=requests,
+                      requests_file=requests_file,
+                      timeout_s=float(mine.get("timeout_s", settings.verify_timeout)),
+                      declared=settings.verify_declared or bool(mine))
+
+
+def tool_flags_missing(argv: tuple[str, ...] | list[str]) -> list[str]:
+    """The flags tool calling needs that a command line lacks."""
+    return [flag for flag in TOOL_FLAGS if not any(word == flag or word.startswith(flag + "=") for word in argv)]
+
+
+def _flag_value(argv: tuple[str, ...] | list[str], flag: str) -> str | None:
+    for i, word in enumerate(argv):
+        if word == flag:
+            return argv[i + 1] if i + 1 < len(argv) else ""
+        if word.startswith(flag + "="):
+            return word.partition("=")[2]
+    return None
+
+
+def apps_lose(before: tuple[str, ...] | list[str], after: tuple[str, ...] | list[str]) -> list[str]:
+    """What the apps in front of the rig lose when `after` replaces `before`: tool calling, a
+    reasoning parser, a chat template the running command line had."""
+    out = []
+    if not tool_flags_missing(before) and tool_flags_missing(after):
+        parser = _flag_value(before, "--tool-call-parser")
+        out.append(f"tool calling (--enable-auto-tool-choice --tool-call-parser {parser}): apps that send "
+                   f"tool_choice \"auto\" get HTTP 400")
+    for flag, what in (("--reasoning-parser", "the reasoning parser"), ("--chat-template", "the chat template")):
+        had, has = _flag_value(before, flag), _flag_value(after, flag)
+        if had and had != has:
+            out.append(f"{what} {had}" + (f" (now {has})" if has else ""))
+    return out
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # chat | tools | min_context | request
+    ok: bool
+    detail: str
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class Verification:
+    checks: tuple[Check, ...] = ()
+    skipped: str = ""  # why nothing was checked (--no-verify)
+    # a cold cache's baseline: the prompt tokens the checks sent (their answers' usage; vLLM counts
+    # each scheduled request's prompt in prefix_cache_queries) and the engine's hits once they were done
+    prompt_tokens: int = 0
+    prefix_hits: float | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failure(self) -> Check | None:
+        return next((c for c in self.checks if not c.ok), None)
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"not verified ({self.skipped})"
+        passed = [c.name for c in self.checks if c.ok and not c.skipped]
+        skipped = [c.detail for c in self.checks if c.skipped]
+        failed = self.failure
+        if failed is not None:
+            return f"verification failed: {failed.detail}"
+        text = f"verified: {', '.join(passed)}" if passed else "verified: nothing was asked"
+        return text + "".join(f"; {s}" for s in skipped)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "skipped": self.skipped or None, "summary": self.summary(), "seconds": self.seconds,
+                "checks": [asdict(c) for c in self.checks], "prompt_tokens": self.prompt_tokens,
+                "prefix_hits": self.prefix_hits}
+
+
+def not_verified(why: str) -> Verification:
+    return Verification(skipped=why)
+
+
+@dataclass
+class _Poster:
+    """POSTs of JSON with the standard library's http.client: httpx would bring Rich into every
+    headless `rigctl switch` (its CLI module imports it where click is installed)."""
+
+    base_url: str
+    api_key: str | None
+    deadline: float
+    prompt_tokens: int = 0  # of every answer's usage
+
+    def post(self, endpoint: str, body: dict[str, Any]) -> tuple[int, str]:
+        """(status, vLLM's message or the answer's text); status 0 when nothing answered in time."""
+        import http.client
+        from urllib.parse import urlsplit
+
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return 0, "no time left in [verify] timeout_s"
+        parts = urlsplit(self.base_url)
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        connection = kind(parts.hostname or "127.0.0.1", parts.port, timeout=left)
+        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {self.api_key}"}
+                                                            if self.api_key else {})}
+        try:
+            connection.request("POST", parts.path.rstrip("/") + endpoint, json.dumps(body), headers)
+            answer = connection.getresponse()
+            text = answer.read(1 << 20).decode("utf-8", errors="replace")
+            status = answer.status
+        except (OSError, http.client.HTTPException) as exc:
+            return 0, f"no answer: {str(exc) or type(exc).__name__}"
+        finally:
+            connection.close()
+        self.prompt_tokens += _prompt_tokens(text)
+        return status, _message(text)
+
+
+def _prompt_tokens(text: str) -> int:
+    try:
+        usage = json.loads(text).get("usage") or {}
+        tokens = usage.get("prompt_tokens", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else 0
+
+
+def _message(text: str) -> str:
+    """vLLM's error message out of its JSON answer, else the start of the text."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()[:300]
+    if isinstance(data, dict):
+        error = data.get("error", data.get("detail", data.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        if error is not None:
+            return str(error)[:300]
+    return text.strip()[:300]
+
+
+def run_verify(base_url: str, api_key: str | None, model: str, spec: VerifySpec,
+               max_model_len: int | None) -> Verification:
+    """The checks of `spec` against the server at `base_url`, in order; stops at the first that fails."""
+    started = time.monotonic()
+    poster = _Poster(base_url, api_key, started + spec.timeout_s)
+    nonce = uuid.uuid4().hex  # no block of these prompts is in any other request's prefix
+    checks: list[Check] = []
+
+    def chat(content: str, **extra: Any) -> tuple[int, str]:
+        return poster.post("/v1/chat/completions", {"model": model, "max_tokens": 1, "temperature": 0,
+                                                    "messages": [{"role": "user", "content": content}], **extra})
+
+    if spec.chat is not False:
+        status, said = chat(f"rigctl verify {nonce} chat: answer ok")
+        if status == 200:
+            checks.append(Check("chat", True, "a chat completion answered"))
+        elif spec.chat is None and status == 400 and "chat template" in said.lower():
+            checks.append(Check("chat", True, f"the model has no chat template (vLLM said: {said}): chat is not "
+                                              f"verified", skipped=True))
+        else:
+            checks.append(Check("chat", False, f"the new profile does not answer a chat completion: "
+                                               f"{_said(status, said)}"))
+    if spec.tools and all(c.ok for c in checks):
+        tool = {"type": "function", "function": {"name": "rigctl_probe", "description": "answers ok",
+                                                 "parameters": {"type": "object", "properties": {}}}}
+        status, said = chat(f"rigctl verify {nonce} tools: call rigctl_probe", tools=[tool], tool_choice="auto")
+        checks.append(Check("tools", True, "a tool call was accepted") if status == 200 else
+                      Check("tools", False, f"the new profile refuses tool calls: {_said(status, said)}"))
+    if spec.min_context and all(c.ok for c in checks):
+        served = max_model_len or 0
+        checks.append(Check("min_context", served >= spec.min_context,
+                            f"serves a context of {served:,} tokens" + (
+                                "" if served >= spec.min_context else
+                                f", and the apps need {spec.min_context:,} ([verify] min_context)")))
+    for request in spec.requests:
+        if not all(c.ok for c in checks):
+            break
+        body = {"model": model, **request.body}
+        status, said = poster.post(request.endpoint, body)
+        ok = status == request.status
+        checks.append(Check("request", ok, f"{request.where}: POST {request.endpoint} answered {status}"
+                            + ("" if ok else f", expected {request.status}: vLLM said: {said}")))
+    hits = None
+    try:
+        with EngineClient(base_url, api_key, timeout=2.0) as client:
+            hits = client.metrics(time.time()).counter("prefix_hits")
+    except (EngineHTTPError, ExpositionError):
+        pass
+    return Verification(tuple(checks), "", poster.prompt_tokens, hits, round(time.monotonic() - started, 2))
+
+
+def _said(status: int, said: str) -> str:
+    return f"vLLM said: {said}" if status else said
