@@ -96,6 +96,11 @@ def run_bootlog(args: argparse.Namespace) -> int:
     else:
         with open_input(args.file, "boot log (give - to read a pipe)") as handle:
             report = read_bootlog(bounded_lines(handle))
+    if report.failure is not None and report.failure.cause == "max_model_len":
+        from rigctl.engine.bootfailure import capped
+        from rigctl.fit.check import model_max_len
+
+        report.failure = capped(report.failure, model_max_len(report.model))
     if args.json:
         data = report.to_json()
         data["pool_tokens"] = report.pool_tokens

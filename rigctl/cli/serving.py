@@ -18,7 +18,7 @@ from rigctl.backends import open_backend, selected_sim
 from rigctl.bench.live import read_live, settle
 from rigctl.cli import common
 from rigctl.config import load_settings
-from rigctl.errors import NoDriverError, RigctlError
+from rigctl.errors import BadInputError, ExitCode, NoDriverError, RigctlError
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_version import OptionTables
@@ -75,7 +75,11 @@ def register(sub: Any) -> None:
     _shared(p)
     p.add_argument("--no-rollback", action="store_true", help="leave the box down if the new profile fails")
     p.add_argument("--force", action="store_true",
-                   help="try even when the GPUs' free memory says vLLM will refuse to start")
+                   help="try even when the GPUs' free memory says vLLM will refuse to start, or [verify] says the "
+                        "target lacks what the apps need (the verification then decides)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="change nothing: print the diff, the KV pool it would get against the one serving, the "
+                        "requests running, every warning and the verification that would run")
     p.set_defaults(handler=run_switch)
     p = common.add_command(sub, "start")
     p.add_argument("name", nargs="?")
@@ -85,11 +89,24 @@ def register(sub: Any) -> None:
     _shared(p)
     p.set_defaults(handler=run_restart)
     p = common.add_command(sub, "stop")
+    _drain_flags(p)
     common.add_json_flag(p)
     p.set_defaults(handler=run_stop)
 
 
+def _drain_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--drain", type=float, metavar="S",
+                       help="wait up to S seconds for running requests to finish before the stop "
+                            "(default: [server] drain_timeout, 120)")
+    group.add_argument("--no-drain", dest="drain", action="store_const", const=0.0,
+                       help="stop at once, cutting the requests that run")
+
+
 def _shared(p: argparse.ArgumentParser) -> None:
+    _drain_flags(p)
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="done when vLLM answers: skip [verify]'s checks (the boot record says so)")
     p.add_argument("--timeout", type=float, metavar="S", help="seconds to wait for readiness (default: profile/config)")
     p.add_argument("--wait", type=float, metavar="S", help="wait up to S seconds for another switch to finish")
     p.add_argument("-v", "--verbose", action="store_true", help="also print the vLLM log as it boots")
@@ -136,14 +153,42 @@ def _run(args: argparse.Namespace, action: Callable[[ServeContext], transaction.
             ctx.sampler.close()
 
 
+def _options(args: argparse.Namespace, rollback: bool = True) -> transaction.SwitchOptions:
+    if args.drain is not None and args.drain < 0:
+        raise BadInputError("--drain must be a number of seconds, 0 or more")
+    return transaction.SwitchOptions(timeout=args.timeout, rollback=rollback, lock_wait=args.wait,
+                                     force=getattr(args, "force", False), drain=args.drain, verify=args.verify)
+
+
 def run_switch(args: argparse.Namespace) -> int:
-    return _run(args, lambda ctx: transaction.switch(ctx, args.name, timeout=args.timeout,
-                                                     rollback=not args.no_rollback, lock_wait=args.wait,
-                                                     force=args.force))
+    options = _options(args, rollback=not args.no_rollback)
+    if args.dry_run:
+        return _dry_run(args, options)
+    return _run(args, lambda ctx: transaction.switch_with(ctx, args.name, options))
+
+
+def _dry_run(args: argparse.Namespace, options: transaction.SwitchOptions) -> int:
+    """The cost, nothing touched: exit 0 when the switch would go ahead, 3 when it would be refused."""
+    from rigctl.serve.cost import switch_cost
+
+    ctx = make_context(args)
+    try:
+        cost = switch_cost(ctx, args.name, options)
+    finally:
+        if ctx.sampler:
+            ctx.sampler.close()
+    if args.json:
+        common.print_json({**cost.to_json(), "dry_run": True})
+    else:
+        print(f"dry run: switch to {cost.target} (nothing was changed)")
+        for line in cost.lines():
+            print(f"  {line}")
+    return int(ExitCode.ROLLED_BACK) if cost.refusal else 0
 
 
 def run_start(args: argparse.Namespace) -> int:
-    return _run(args, lambda ctx: transaction.start(ctx, args.name, timeout=args.timeout))
+    return _run(args, lambda ctx: transaction.start(ctx, args.name, timeout=args.timeout, drain=args.drain,
+                                                    verify=args.verify))
 
 
 def run_restart(args: argparse.Namespace) -> int:
@@ -151,12 +196,13 @@ def run_restart(args: argparse.Namespace) -> int:
         running = find_running(ctx.settings, ctx.launcher)
         if running.record is None:
             raise RigctlError("nothing to restart (no server started by rigctl is running); use start")
-        return transaction.switch(ctx, running.record.profile, timeout=args.timeout, rollback=False,
-                                  lock_wait=args.wait)
+        return transaction.switch_with(ctx, running.record.profile, _options(args, rollback=False))
 
     return _run(args, restart)
 
 
 def run_stop(args: argparse.Namespace) -> int:
     args.verbose = False
-    return _run(args, transaction.stop)
+    if args.drain is not None and args.drain < 0:
+        raise BadInputError("--drain must be a number of seconds, 0 or more")
+    return _run(args, lambda ctx: transaction.stop(ctx, args.drain))

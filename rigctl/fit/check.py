@@ -88,6 +88,24 @@ def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Lay
     return evaluate(inputs, options.tp, options.dp)
 
 
+def predicted_pool(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> tuple[int | None, str]:
+    """(the pool one replica of this command line would get, predicted; what it was predicted from,
+    or why there is no prediction)."""
+    try:
+        found = _inputs(options, gpu_totals)
+    except BadInputError as exc:
+        return None, str(exc)
+    if isinstance(found, str):
+        return None, found
+    inputs, source = found
+    if not gpu_totals and inputs.available_kv_bytes is None:
+        return None, "no GPU known"
+    layout = evaluate(inputs, options.tp, options.dp)
+    if layout.pool is None:
+        return None, layout.why_not or "no pool"
+    return layout.pool.tokens, f"predicted from {source}"
+
+
 def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
     if not options.model or not gpu_totals or options.tp * options.dp > len(gpu_totals):
         return []  # (the GPU count check names a layout the rig cannot hold)

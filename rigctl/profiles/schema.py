@@ -26,11 +26,15 @@ class Diagnostic:
     line: int | None = None
 
     def __str__(self) -> str:
+        return self.text(kind=True)
+
+    def text(self, kind: bool = True) -> str:
+        """file:line: [warning: ]key: message, on one line (`kind` False: without the warning tag)."""
         where = ":".join(p for p in (self.file, str(self.line) if self.line else None) if p)
         head = f"{where}: " if where else ""
-        kind = "" if self.severity == "error" else "warning: "
+        tag = "warning: " if kind and self.severity != "error" else ""
         key = f"{self.key}: " if self.key else ""
-        return one_line(f"{head}{kind}{key}{self.message}")
+        return one_line(f"{head}{tag}{key}{self.message}")
 
 
 class ProfileError(BadInputError):

@@ -79,6 +79,7 @@ class Prepared:
     spec: LaunchSpec
     table: OptionTable  # what it was checked and rendered against
     verify: VerifySpec  # what the owner's apps need of its boot
+    warnings: tuple[str, ...] = ()  # what prepare() said: lints, the fit, a version note
 
 
 def prepare(ctx: ServeContext, name: str) -> Prepared:
@@ -86,6 +87,7 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
     ProfileError touches nothing."""
     profile = ctx.store.load(name)
     choice = ctx.tables.choose(profile)
+    said = [choice.note] if choice.note else []
     if choice.note:
         ctx.say("warning", choice.note, profile.name)
     diagnostics, spec = check_profile(profile, choice.table, ctx.rig, ctx.tables.default_command,
@@ -95,7 +97,8 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
         raise ProfileError(errors)
     for warning in diagnostics:
         ctx.say("warning", str(warning), profile.name)
-    return Prepared(profile, spec, choice.table, spec_for(ctx.settings, profile))
+    said += [d.text(kind=False) for d in diagnostics]
+    return Prepared(profile, spec, choice.table, spec_for(ctx.settings, profile), tuple(said))
 
 
 BOOTING_GRACE = 5.0  # s: vLLM ignores SIGTERM until it is ready; waiting the full grace for it helps nobody

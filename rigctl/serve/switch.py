@@ -299,7 +299,8 @@ def _pool(result: BootResult) -> str:
     return f"; KV capacity{at}: {report.pool_tokens:,} tokens ({report.max_concurrency or 0:.2f}x)"
 
 
-def start(ctx: ServeContext, name: str | None, timeout: float | None = None) -> SwitchOutcome:
+def start(ctx: ServeContext, name: str | None, timeout: float | None = None, drain: float | None = None,
+          verify: bool = True) -> SwitchOutcome:
     """Boot a profile when nothing serves (default: the last good one)."""
     running = find_running(ctx.settings, ctx.launcher)
     if running.record:
@@ -310,7 +311,7 @@ def start(ctx: ServeContext, name: str | None, timeout: float | None = None) -> 
     target = name or (state.last_good if state else None)
     if not target:
         return SwitchOutcome("refused", "", ExitCode.BAD_INPUT, "no profile given and none served before")
-    return switch(ctx, target, timeout=timeout, rollback=False)
+    return switch(ctx, target, timeout=timeout, rollback=False, drain=drain, verify=verify)
 
 
 def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:

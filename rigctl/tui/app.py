@@ -9,12 +9,11 @@ from collections.abc import Callable
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.theme import Theme
 from textual.worker import Worker, get_current_worker
 
 from rigctl.alerts import Alert, AlertTracker
 from rigctl.bench.live import read_live, settle
-from rigctl.config import Settings, load_settings, save_setting
+from rigctl.config import Settings, load_settings
 from rigctl.engine.poller import EngineState
 from rigctl.errors import RigctlError
 from rigctl.gpu.model import RigSnapshot
@@ -26,6 +25,7 @@ from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
+from rigctl.serve.cost import SwitchCost, switch_cost
 from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
@@ -33,17 +33,16 @@ from rigctl.serve.switch import SwitchOutcome
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.bench import BenchScreen
 from rigctl.tui.screens.boot import BootScreen
-from rigctl.tui.screens.confirm import ConfirmScreen
+from rigctl.tui.screens.confirm import CUT, ConfirmScreen
 from rigctl.tui.screens.dashboard import DashboardScreen
 from rigctl.tui.screens.help import HelpScreen, help_rows
 from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
+from rigctl.tui.theme import ThemeKeeper
 
 SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen,
            "bench": BenchScreen}
-SIXTEEN_COLOURS = ("standard", "windows")  # Rich's names for 8/16-colour terminals
-ANSI_THEME = "ansi-dark"  # drawn with the terminal's own palette
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
 
@@ -74,6 +73,7 @@ class RigApp(App[None]):
         self.sampler = sampler
         self.serve = serve
         self.settings = settings or (serve.settings if serve else load_settings())
+        self.themes = ThemeKeeper(self, self.settings)
         self.poll_interval = poll_interval
         self.initial_switch = initial_switch
         self._poll_loop_worker: Worker[None] | None = None
@@ -81,7 +81,6 @@ class RigApp(App[None]):
         self._wake = threading.Event()
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0
-        self._saved_theme = self.settings.theme
         self.monitor = Monitor(sampler, self.settings)
         self.alerts = AlertTracker()
         self._rig_failing = False
@@ -100,7 +99,7 @@ class RigApp(App[None]):
         self.post_message(SwitchProgress(event))  # from the switch's thread: Textual's messages are thread-safe
 
     def on_mount(self) -> None:
-        self._apply_saved_theme()
+        self.themes.apply()
         for name in SCREENS:
             self.install_screen(getattr(self, name), name)
         self.push_screen("dashboard")
@@ -134,31 +133,6 @@ class RigApp(App[None]):
 
     def _hit_rate_fell(self, regression: Regression) -> None:
         self.notify(regression.describe(), title="hit-rate regression", severity="warning", timeout=30)
-
-    # -- theme -------------------------------------------------------------------------
-
-    def _apply_saved_theme(self) -> None:
-        # A headless app (tests, screenshots) has no terminal whose colours could be asked.
-        wanted = initial_theme(self.settings, None if self.is_headless else self.console.color_system)
-        self._saved_theme = wanted
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            self.notify(f"theme {wanted!r} is not known ({self.settings.sources.get('theme', 'default')}); "
-                        f"using {self.theme}", severity="warning")
-        self.theme_changed_signal.subscribe(self, self._remember_theme)
-
-    def _remember_theme(self, theme: Theme) -> None:
-        """A theme picked in the app is saved to config.toml ([tui] theme), comments kept."""
-        if theme.name == self._saved_theme:
-            return
-        try:
-            path = save_setting("theme", theme.name)
-        except (OSError, RigctlError) as exc:
-            self.notify(f"theme not saved: {exc}", severity="warning")
-            return
-        self._saved_theme = theme.name
-        self.notify(f"theme {theme.name} saved to {path}", timeout=3)
 
     # -- polling ---------------------------------------------------------------------
     # One long-lived thread samples the GPUs each tick and posts one message, so the screen
@@ -247,16 +221,45 @@ class RigApp(App[None]):
         return True
 
     def _confirm(self, question: str, detail: str, then: Callable[[], None]) -> None:
-        def answered(yes: bool | None) -> None:
-            if yes:
+        def answered(answer: str | None) -> None:
+            if answer:
                 then()
 
         self.push_screen(ConfirmScreen(question, detail), answered)
 
     def request_switch(self, name: str, detail: str = "") -> None:
+        """Ask first, showing what the switch costs (the pool change, warnings, running requests),
+        computed off the UI thread; `detail` stands in when the cost cannot be had."""
         if self._can_serve():
-            self._confirm(f"Switch to {name}? The running server stops first.", detail,
-                          lambda: self.start_serving_action(name, lambda ctx: transaction.switch(ctx, name)))
+            self._cost_of_switch(name, detail)
+
+    @work(thread=True, group="cost", exclusive=True, exit_on_error=False, description="What a switch costs")
+    def _cost_of_switch(self, name: str, detail: str) -> None:
+        assert self.serve is not None
+        try:
+            cost: SwitchCost | None = switch_cost(self.serve, name)
+        except RigctlError as exc:
+            self.call_from_thread(self.notify, f"{name}: {exc}", severity="error")
+            return
+        except Exception:  # noqa: BLE001 - the question is still asked, with the diff alone
+            cost = None
+        self.call_from_thread(self._ask_switch, name, cost, detail)
+
+    def _ask_switch(self, name: str, cost: SwitchCost | None, detail: str) -> None:
+        running = bool(cost and cost.running_requests)
+
+        def answered(answer: str | None) -> None:
+            if answer:
+                drain = 0.0 if answer == CUT else None
+                self.start_serving_action(name, lambda ctx: transaction.switch(ctx, name, drain=drain))
+
+        if cost is not None and cost.refusal:
+            self.notify(f"{name} would be refused before anything stops: {cost.refusal}", severity="error",
+                        timeout=15)
+            return
+        text = "\n".join(cost.lines()) if cost is not None else detail
+        self.push_screen(ConfirmScreen(f"Switch to {name}? The running server stops first.", text, cut=running),
+                         answered)
 
     def _served_profile(self, verb: str) -> str | None:
         """The profile of the server rigctl started, if there is one to `verb` now."""
@@ -380,14 +383,6 @@ class RigApp(App[None]):
             self.notify("no switch yet in this session", timeout=3)
         elif self.screen is not self.boot:
             self.push_screen("boot")
-
-
-def initial_theme(settings: Settings, color_system: str | None) -> str:
-    """The configured theme; on an 8/16-colour terminal with none configured, the ANSI theme:
-    truecolor themes squeezed into 16 colours lose their contrast."""
-    if settings.sources.get("theme", "default") == "default" and color_system in SIXTEEN_COLOURS:
-        return ANSI_THEME
-    return settings.theme
 
 
 def make_app(sampler: RigSampler, serve: ServeContext | None = None, poll_interval: float | None = 1.0,

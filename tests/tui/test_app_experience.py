@@ -168,7 +168,7 @@ def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_c
 
 
 def test_sixteen_colour_terminal_gets_the_ansi_theme_unless_one_is_configured() -> None:
-    from rigctl.tui.app import initial_theme
+    from rigctl.tui.theme import initial_theme
 
     assert initial_theme(load_settings(), "standard") == "ansi-dark"  # what Rich says for TERM=xterm
     assert initial_theme(load_settings(), "256") == "textual-dark"

@@ -44,6 +44,7 @@ def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> No
         async with app.run_test(size=size) as pilot:
             await choose(app, pilot, "good")
             await pilot.press("s")
+            await settle(app, pilot)
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("y")
             assert isinstance(app.screen, BootScreen)
@@ -66,7 +67,9 @@ def test_declined_confirmation_touches_nothing(serve_ctx) -> None:
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             await choose(app, pilot, "good")
-            await pilot.press("s", "n")
+            await pilot.press("s")
+            await settle(app, pilot)
+            await pilot.press("n")
             assert app.screen.id == "profiles" and app._serve_worker is None
     asyncio.run(scenario())
     assert read_record() is None
@@ -81,6 +84,7 @@ def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port
         async with app.run_test(size=(80, 24)) as pilot:
             await choose(app, pilot, "long")
             await pilot.press("s")
+            await settle(app, pilot)
             detail = str(app.screen.query_one("#confirm-detail", Static).content)
             assert "Qwen/Qwen3.6-27B-AWQ -> acme/Mystery-48B-AWQ" in detail  # the diff is shown before confirming
             await pilot.press("y")
