@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import threading
 from pathlib import Path
+
+import httpx
 
 _next: dict[str, int] = {}
 
@@ -40,3 +44,30 @@ def add_profile(user: Path, name: str, body: str, port: int, parent: str = "qwen
 # name (48B), rigctl cannot predict its pool, so a context that does not fit fails at the boot (KV
 # too small: 131,072 asked, ~87,000 fit on 2x24 GB at TP=2), as an unknown model's does on a real rig.
 UNPREDICTED_MODEL = 'model = "acme/Mystery-48B-AWQ"\n'
+
+
+class LongRequest(threading.Thread):
+    """A streaming completion of `tokens` tokens, as an app's long generation is: what it got."""
+
+    def __init__(self, port: int, tokens: int) -> None:
+        super().__init__(daemon=True)
+        self.port, self.tokens = port, tokens
+        self.started = threading.Event()
+        self.finish_reason: str | None = None
+        self.chunks = 0
+        self.error = ""
+
+    def run(self) -> None:
+        body = {"model": "qwen3.6-27b", "prompt": "write a long story", "max_tokens": self.tokens, "stream": True}
+        try:
+            with httpx.stream("POST", f"http://127.0.0.1:{self.port}/v1/completions", json=body, timeout=120) as r:
+                for line in r.iter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    self.chunks += 1
+                    self.started.set()
+                    reason = json.loads(line[6:])["choices"][0].get("finish_reason")
+                    self.finish_reason = reason or self.finish_reason
+        except httpx.HTTPError as exc:
+            self.error = str(exc) or type(exc).__name__
+        self.started.set()

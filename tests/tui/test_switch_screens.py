@@ -15,7 +15,7 @@ from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.widgets.server_log import MAX_LINES, ServerLog
 from rigctl.tui.widgets.serving_bar import ServingBar
-from tests.support.serving import UNPREDICTED_MODEL, add_profile
+from tests.support.serving import UNPREDICTED_MODEL, LongRequest, add_profile
 from tests.tui.helpers import poll, settle
 
 
@@ -124,3 +124,33 @@ def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx) -> None:
             assert app.screen.id == "dashboard"
 
     asyncio.run(scenario())
+
+
+def test_the_confirm_shows_the_running_requests_and_the_pool_change(serve_ctx, port: int,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RIGCTL_SIM_SPEED", "0.05")  # the simulator inherits it: a long generation takes seconds
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    request = LongRequest(port, 2000)
+    request.start()
+    assert request.started.wait(60)
+    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await choose(app, pilot, "alt")
+            await pilot.press("s")
+            await settle(app, pilot)
+            assert isinstance(app.screen, ConfirmScreen) and app.screen.cut
+            detail = str(app.screen.query_one("#confirm-detail", Static).content)
+            assert "KV pool 646,391 -> ~" in detail and "(good measured; alt predicted from" in detail
+            assert "1 request(s) running: the switch waits up to 120 s for them" in detail
+            assert "--quantization: awq_marlin -> fp8" in detail
+            await pilot.press("c")  # cut it now
+            await wait_switch(app, pilot)
+            outcome = str(app.screen.query_one("#boot-outcome", Static).content)
+            assert "switched to alt" in outcome
+
+    asyncio.run(scenario())
+    request.join(60)
+    assert request.finish_reason != "length"  # cut, as asked
+    assert read_record().profile == "alt"
