@@ -18,7 +18,8 @@ from typing import Any
 
 from rigctl.bench.live import ArmProgress
 from rigctl.bench.loadgen import LoadTarget, RequestOptions, RequestResult, run_load, schedule
-from rigctl.bench.plan import Workload
+from rigctl.bench.plan import BenchPlan
+from rigctl.bench.quality import QualityResult, run_quality
 from rigctl.bench.rawdir import RawDir
 from rigctl.bench.summary import (
     ArmFigures,
@@ -30,7 +31,7 @@ from rigctl.bench.summary import (
     verification_baseline,
 )
 from rigctl.bench.verdict import ArmOutcome
-from rigctl.bench.workload import Prompts, arrivals
+from rigctl.bench.workload import arrivals, prompts_for, request_count
 from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
@@ -57,12 +58,14 @@ class ArmRecord:
     serving_gpus: tuple[int, ...] = ()
     started: float = 0.0
     died: str = ""  # the arm's server died while it was measured: how
+    quality: QualityResult | None = None
 
-    def outcome(self) -> ArmOutcome:
+    def outcome(self, metric: str | None = None) -> ArmOutcome:
         return ArmOutcome(self.number, self.role, self.profile, self.figures.metrics, self.cold.cold,
                           self.figures.requests, self.figures.failed,
                           self.figures.errors[0] if self.figures.errors else "", self.figures.heat.peak_c,
-                          self.died)
+                          self.died, dict(self.figures.intervals),
+                          self.quality.error if self.quality is not None else "")
 
     def to_json(self) -> dict[str, Any]:
         f = self.figures
@@ -75,7 +78,10 @@ class ArmRecord:
             "warmup_requests": self.warmup_requests, "warmup_failed": self.warmup_failed,
             "serving_gpus": list(self.serving_gpus),
             "gpu_temp_start_c": f.heat.start_c, "gpu_temp_peak_c": f.heat.peak_c, "energy_j": f.heat.energy_j,
-            "power_w": f.heat.power_w, "boot": self.boot, "server_died": self.died or None, **f.metrics,
+            "power_w": f.heat.power_w, "boot": self.boot, "server_died": self.died or None,
+            "intervals": {k: list(v) for k, v in f.intervals.items()},
+            "quality": self.quality.to_json() if self.quality else None,
+            "quality_score": self.quality.value if self.quality else None, **f.metrics,
         }
 
 
@@ -151,15 +157,17 @@ def server_death(launcher: Launcher, record: ServerRecord) -> str:
 
 
 def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerRecord, api_key: str | None,
-                workload: Workload, sampler: RigSampler | None, raw: RawDir, boot: dict[str, Any],
+                plan: BenchPlan, sampler: RigSampler | None, raw: RawDir, boot: dict[str, Any],
                 on_progress: Callable[[ArmProgress], None], stop: threading.Event,
                 death: Callable[[], str] = lambda: "") -> ArmRecord:
     """`death`: how the arm's server died, asked once the measured requests are over ("" alive)."""
+    workload = plan.workload
     stem = raw.arm_stem(number, role)
     model = record.served_names[0] if record.served_names else profile
     target = LoadTarget(record.base_url, model, api_key)
     options = RequestOptions(workload.temperature, workload.ignore_eos, workload.timeout_s)
-    prompts = Prompts(workload)
+    prompts = prompts_for(workload, plan.requests)
+    total = request_count(workload, plan.requests)
 
     def progress(phase: str, done: int = 0, total: int | None = None, rate: float | None = None,
                  eta: float | None = None) -> None:
@@ -187,25 +195,29 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
             count["done"] += 1
             count["tokens"] += (result.output_tokens or 0) if result.success else 0
             elapsed = max(1e-9, time.monotonic() - began)
-            if workload.requests:
-                eta = elapsed / count["done"] * (workload.requests - count["done"])
+            if total:
+                eta = elapsed / count["done"] * (total - count["done"])
             else:
                 eta = max(0.0, (workload.duration_s or 0.0) - elapsed)
-            progress("measuring", count["done"], workload.requests, count["tokens"] / elapsed, eta)
+            progress("measuring", count["done"], total, count["tokens"] / elapsed, eta)
 
-        progress("measuring", 0, workload.requests)
-        results, elapsed = run_load(target, schedule(prompts.measured, arrivals(workload)), workload.concurrency,
-                                    options, workload.duration_s, on_result, stop)
+        progress("measuring", 0, total)
+        results, elapsed = run_load(target, schedule(prompts.measured, arrivals(workload, plan.requests)),
+                                    workload.concurrency, options, workload.duration_s, on_result, stop)
         samples = watcher.finish()
         died = death()
         text, after = _scrape(client)
         raw.write_text(f"{stem}.metrics-after.prom", text or "")
+    quality = None
+    if plan.quality is not None and not died and not stop.is_set():
+        progress("quality", total or 0, total)
+        quality = run_quality(plan.quality, record.base_url, model, api_key, plan.path.parent)
     cold = cold_check(cold_snapshot, before, after, verification_baseline(boot))
     raw.write_lines(f"{stem}.requests.jsonl", (r.to_json() for r in results))
     raw.write_lines(f"{stem}.samples.jsonl", (s.to_json() for s in samples))
     figures = arm_figures(results, elapsed, before, after, samples, boot.get("kv_tokens"), boot.get("max_model_len"))
     arm = ArmRecord(number, role, profile, cold, figures, boot, len(warmups), sum(not w.success for w in warmups),
-                    gpus, started, died)
+                    gpus, started, died, quality)
     raw.write_json(f"{stem}.json", arm.to_json())
     progress("done", figures.completed, figures.requests, figures.metrics.get("output_tok_per_s"), 0.0)
     return arm

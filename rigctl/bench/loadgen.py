@@ -38,7 +38,7 @@ class RequestResult:
     client_queue_time: float  # seconds it waited for a free slot under the concurrency cap
     ttft: float | None = None
     itl: list[float] = field(default_factory=list)
-    latency: float | None = None  # end to end, from sending to the last byte
+    latency: float | None = None  # end to end, from sending to the last chunk with a choice (as vllm bench serve)
     prompt_len: int | None = None  # usage.prompt_tokens
     output_tokens: int | None = None  # usage.completion_tokens (chunks with a choice when usage is missing)
     usage_reported: bool = False
@@ -86,13 +86,16 @@ async def _one(client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, op
                result: RequestResult) -> None:
     import httpx
 
-    body = {"model": target.model, "prompt": prompt.text, "max_tokens": prompt.max_tokens, "stream": True,
-            "stream_options": {"include_usage": True}, "temperature": options.temperature,
-            "ignore_eos": options.ignore_eos}
+    if prompt.body is not None:  # the owner's request as captured: streamed, so TTFT and ITL can be measured
+        body = {**prompt.body, "model": target.model, "stream": True, "stream_options": {"include_usage": True}}
+    else:
+        body = {"model": target.model, "prompt": prompt.text, "max_tokens": prompt.max_tokens, "stream": True,
+                "stream_options": {"include_usage": True}, "temperature": options.temperature,
+                "ignore_eos": options.ignore_eos}
     sent = time.perf_counter()
     last = sent
     try:
-        async with client.stream("POST", "/v1/completions", json=body) as response:
+        async with client.stream("POST", prompt.endpoint, json=body) as response:
             if response.status_code != 200:
                 text = (await response.aread()).decode(errors="replace")
                 result.error = f"HTTP {response.status_code}: {text[:300]}"
@@ -120,7 +123,9 @@ async def _one(client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, op
                 if "error" in data:
                     result.error = str(data["error"].get("message") if isinstance(data["error"], dict)
                                        else data["error"])[:300]
-            result.latency = time.perf_counter() - sent
+            # vllm bench serve's definition: the request ends at its last chunk with a choice (the
+            # trailing usage chunk and [DONE] carry no token)
+            result.latency = last - sent if result.chunks else time.perf_counter() - sent
             if not result.usage_reported:
                 result.output_tokens = result.chunks
             if not done and not result.error:

@@ -16,6 +16,7 @@ from typing import Any
 
 from rigctl import paths
 from rigctl.bench.metrics import METRICS
+from rigctl.bench.trace import REPLAYED, TracedRequest, read_dataset, read_trace
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.toml_lines import key_lines, line_of
@@ -25,8 +26,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-ORDERS = ("ABA", "ABABA")
-ARRIVALS = ("burst", "interval", "poisson")
+ORDERS = ("ABA", "ABABA")  # each candidate between two controls, once or twice
+ARRIVALS = ("burst", "interval", "poisson", "recorded")  # recorded: a trace's own arrival times
+DATASET_FORMATS = ("sharegpt", "jsonl")
+MIN_REQUESTS = 20
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ class Workload:
     temperature: float
     ignore_eos: bool
     timeout_s: float
+    trace: str | None = None  # a capture's trace (as written in the plan)
+    dataset: str | None = None
+    dataset_format: str | None = None
+    speed: float = 1.0  # recorded arrivals compressed this many times
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,15 @@ class Gate:
     direction: str  # "higher" | "lower"
     min_change: float  # relative
     guards: tuple[Guard, ...] = ()
+    min_requests: int = MIN_REQUESTS  # an arm resting on fewer cannot promote
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The owner's own quality check, run after each arm against its server."""
+
+    command: tuple[str, ...]
+    timeout_s: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -88,15 +104,28 @@ class BenchPlan:
     text: str  # the file as it was run
     description: str
     control: str
-    candidate: str
+    candidates: tuple[str, ...]
     order: str
     workload: Workload
     gate: Gate
     warnings: tuple[str, ...] = field(default=())
+    quality: Quality | None = None
+    requests: tuple[TracedRequest, ...] = field(default=(), compare=False)  # the trace's or dataset's, read once
+
+    @property
+    def candidate(self) -> str:
+        """The first candidate (a plan of one candidate's only one)."""
+        return self.candidates[0]
 
     def arms(self) -> list[tuple[str, str]]:
-        """(role, profile) per arm, in order: "control" for A, "candidate" for B."""
-        return [("control", self.control) if letter == "A" else ("candidate", self.candidate) for letter in self.order]
+        """(role, profile) per arm, in order: every candidate between two controls, once (ABA:
+        A B A, or A B A C A with two) or twice (ABABA: A B A C A B A C A)."""
+        rounds = 2 if self.order == "ABABA" else 1
+        out = [("control", self.control)]
+        for _ in range(rounds):
+            for candidate in self.candidates:
+                out += [("candidate", candidate), ("control", self.control)]
+        return out
 
 
 class PlanError(BadInputError):
@@ -220,15 +249,18 @@ class _Checker:
         return value
 
 
-TOP = ("description", "control", "candidate", "order", "workload", "gate")
+TOP = ("description", "control", "candidate", "candidates", "order", "workload", "gate", "quality")
 WORKLOAD_KEYS = ("kind", "concurrency", "requests", "duration_s", "arrival", "interval_s", "rate_per_s",
                  "prompt_tokens", "max_tokens", "shared_prefix_tokens", "seed", "warmup_requests", "temperature",
-                 "ignore_eos", "timeout_s")
-GATE_KEYS = ("metric", "direction", "min_change", "guard")
+                 "ignore_eos", "timeout_s", "trace", "dataset", "format", "speed", "max_requests")
+GATE_KEYS = ("metric", "direction", "min_change", "guard", "min_requests")
+QUALITY_KEYS = ("command", "timeout_s")
 GUARD_KEYS = ("metric", "max_regression")
 
 
-def parse_plan(path: Path, text: str) -> BenchPlan:
+def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
+    """The plan in `text`, every key checked; `read_inputs`: read its trace or dataset too (a kept
+    run is summarised again from its own copy, `read_inputs` False)."""
     try:
         data = tomllib.loads(text)
     except RecursionError:
@@ -244,21 +276,91 @@ def parse_plan(path: Path, text: str) -> BenchPlan:
     if not isinstance(description, str):
         check.problem(("description",), f"must be a string, not {description!r}")
     control = check.text(data, "control", ())
-    candidate = check.text(data, "candidate", ())
-    for key in ("control", "candidate"):
-        if key not in data:
-            check.problem((), f"{key} = \"PROFILE\" is missing: a plan names its control and its candidate profile")
+    candidates = _candidates(check, data)
+    if "control" not in data:
+        check.problem((), "control = \"PROFILE\" is missing: a plan names its control and its candidate profile")
     order = check.text(data, "order", (), default="ABA", choices=ORDERS)
     workload = _workload(check, data)
     gate = _gate(check, data)
+    quality = _quality(check, data)
+    requests: tuple[TracedRequest, ...] = ()
+    warnings = []
+    if workload is not None and read_inputs and (workload.trace or workload.dataset):
+        requests, said = _requests(check, workload, path)
+        warnings += said
     if check.problems:
         raise PlanError(check.problems)
-    assert control and candidate and order and workload and gate  # every None above noted a problem
-    warnings = []
-    if control == candidate:
-        warnings.append(f"the candidate is the control ({control}): an A/A run, it measures this rig's noise")
+    assert control and candidates and order and workload and gate  # every None above noted a problem
+    for candidate in candidates:
+        if control == candidate:
+            warnings.append(f"the candidate is the control ({control}): an A/A run, it measures this rig's noise "
+                            f"and never promotes")
     return BenchPlan(name=path.stem, path=path, text=text, description=str(description), control=control,
-                     candidate=candidate, order=order, workload=workload, gate=gate, warnings=tuple(warnings))
+                     candidates=candidates, order=order, workload=workload, gate=gate, warnings=tuple(warnings),
+                     quality=quality, requests=requests)
+
+
+def _candidates(check: _Checker, data: dict[str, Any]) -> tuple[str, ...] | None:
+    if "candidate" in data and "candidates" in data:
+        check.problem(("candidates",), "give candidate or candidates, not both")
+        return None
+    if "candidates" in data:
+        value = data["candidates"]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+            check.problem(("candidates",), "must be a list of profile names, e.g. [\"awq\", \"autoround\"]")
+            return None
+        if len(set(value)) != len(value):
+            check.problem(("candidates",), "names a profile twice")
+            return None
+        return tuple(value)
+    one = check.text(data, "candidate", ())
+    if "candidate" not in data:
+        check.problem((), "candidate = \"PROFILE\" (or candidates = [...]) is missing: a plan names what it tries")
+    return (one,) if one else None
+
+
+def _requests(check: _Checker, workload: Workload, plan: Path) -> tuple[tuple[TracedRequest, ...], list[str]]:
+    """The trace's or the dataset's requests, read now (before anything switches), the ones a bench
+    replays, at most max_requests; and what to say about them."""
+    source = workload.trace or workload.dataset or ""
+    path = Path(source).expanduser()
+    path = path if path.is_absolute() else plan.parent / path
+    try:
+        if workload.trace:
+            _, found = read_trace(path)
+        else:
+            found = read_dataset(path, workload.dataset_format or "jsonl")
+    except BadInputError as exc:
+        check.problem(("workload", "trace" if workload.trace else "dataset"), str(exc))
+        return (), []
+    said = []
+    replayed = [r for r in found if r.endpoint in REPLAYED]
+    if len(replayed) < len(found):
+        said.append(f"{path}: {len(found) - len(replayed)} request(s) to other endpoints are not replayed "
+                    f"(only {', '.join(REPLAYED)})")
+    if workload.requests is not None:
+        replayed = replayed[:workload.requests]
+    if not replayed:
+        check.problem(("workload", "trace" if workload.trace else "dataset"), f"{path}: no request to replay")
+    models = sorted({r.model for r in replayed if r.model})
+    if models:
+        said.append(f"the trace's requests name {', '.join(models[:3])}: each arm's served name is sent instead")
+    return tuple(replayed), said
+
+
+def _quality(check: _Checker, data: dict[str, Any]) -> Quality | None:
+    table = check.table(data, "quality")
+    if table is None:
+        return None
+    q = ("quality",)
+    check.unknown(table, QUALITY_KEYS, q)
+    command = table.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
+        check.problem((*q, "command"), 'must be a command as a list of strings, e.g. ["./my-eval.sh"] (never a shell '
+                                       'string)')
+        return None
+    timeout = check.real(table, "timeout_s", q, 600.0)
+    return Quality(tuple(command), timeout or 600.0)
 
 
 def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
@@ -269,18 +371,36 @@ def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
         return None
     w = ("workload",)
     check.unknown(table, WORKLOAD_KEYS, w)
-    kind_name = check.text(table, "kind", w, choices=tuple(KINDS))
-    if "kind" not in table:
-        check.problem(w, "kind is missing: one of " + ", ".join(KINDS))
+    trace = check.text(table, "trace", w)
+    dataset = check.text(table, "dataset", w)
+    dataset_format = check.text(table, "format", w, default="jsonl" if dataset else None, choices=DATASET_FORMATS)
+    if trace and dataset:
+        check.problem((*w, "dataset"), "give trace or dataset, not both")
+    if "format" in table and not dataset:
+        check.problem((*w, "format"), "format is for dataset = ...")
+    owners = trace or dataset
+    if owners and "kind" in table:
+        check.problem((*w, "kind"), "a trace or a dataset is the workload: kind is for the built-in ones")
+    kind_name = "trace" if trace else "dataset" if dataset else check.text(table, "kind", w, choices=tuple(KINDS))
+    if "kind" not in table and not owners:
+        check.problem(w, "kind is missing: one of " + ", ".join(KINDS) + " (or trace = / dataset = your own)")
     kind = KINDS.get(kind_name or "", KINDS["chat-short"])
     concurrency = check.whole(table, "concurrency", w, 4, 1)
-    requests = check.whole(table, "requests", w, None, 1)
+    if "requests" in table and "max_requests" in table:
+        check.problem((*w, "max_requests"), "give requests or max_requests, not both")
+    requests = check.whole(table, "max_requests" if "max_requests" in table else "requests", w, None, 1)
     duration = check.real(table, "duration_s", w, None)
     if requests is not None and duration is not None:
         check.problem((*w, "duration_s"), "give requests or duration_s, not both")
-    if requests is None and duration is None and "requests" not in table and "duration_s" not in table:
+    if requests is None and duration is None and "requests" not in table and "duration_s" not in table \
+            and not owners:
         requests = max(16, 4 * (concurrency or 4))
-    arrival = check.text(table, "arrival", w, default="burst", choices=ARRIVALS)
+    arrival = check.text(table, "arrival", w, default="recorded" if trace else "burst", choices=ARRIVALS)
+    if arrival == "recorded" and not trace:
+        check.problem((*w, "arrival"), "arrival = \"recorded\" replays a trace's own times: it needs trace = ...")
+    speed = check.real(table, "speed", w, 1.0)
+    if "speed" in table and arrival != "recorded":
+        check.problem((*w, "speed"), "speed compresses recorded arrivals: it is for arrival = \"recorded\"")
     interval = check.real(table, "interval_s", w, None)
     rate = check.real(table, "rate_per_s", w, None)
     if arrival == "interval" and interval is None and "interval_s" not in table:
@@ -303,14 +423,15 @@ def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
     if not isinstance(ignore_eos, bool):
         check.problem((*w, "ignore_eos"), f"must be true or false, not {ignore_eos!r}")
     timeout = check.real(table, "timeout_s", w, 600.0)
-    values = (kind_name, concurrency, arrival, prompt, shared, max_tokens, seed, warmup, temperature, timeout)
-    if any(v is None for v in values) or (requests is None and duration is None):
+    values = (kind_name, concurrency, arrival, prompt, shared, max_tokens, seed, warmup, temperature, timeout, speed)
+    if any(v is None for v in values) or (requests is None and duration is None and not owners):
         return None
     return Workload(kind=kind_name or "", concurrency=concurrency or 1, requests=requests, duration_s=duration,
                     arrival=arrival or "burst", interval_s=interval, rate_per_s=rate, prompt_tokens=prompt or 1,
                     max_tokens=max_tokens or 1, shared_prefix_tokens=shared or 0, seed=seed or 0,
                     warmup_requests=warmup or 0, temperature=temperature or 0.0, ignore_eos=bool(ignore_eos),
-                    timeout_s=timeout or 600.0)
+                    timeout_s=timeout or 600.0, trace=trace, dataset=dataset,
+                    dataset_format=dataset_format if dataset else None, speed=speed or 1.0)
 
 
 def _metric(check: _Checker, table: dict[str, Any], where: tuple[str, ...]) -> str | None:
@@ -364,6 +485,7 @@ def _gate(check: _Checker, data: dict[str, Any]) -> Gate | None:
             check.problem(where, "max_regression is missing (0.05 = at most 5% worse than the controls)")
         if guard_metric and limit is not None:
             guards.append(Guard(guard_metric, limit))
-    if metric is None or direction is None or min_change is None:
+    min_requests = check.whole(table, "min_requests", g, MIN_REQUESTS, 1)
+    if metric is None or direction is None or min_change is None or min_requests is None:
         return None
-    return Gate(metric, direction, min_change, tuple(guards))
+    return Gate(metric, direction, min_change, tuple(guards), min_requests)

@@ -15,10 +15,10 @@ from rigctl.bench.live import read_live
 from rigctl.bench.loadgen import RequestResult
 from rigctl.bench.metrics import METRICS, TABLE, WHEN_PRESENT, Metric
 from rigctl.bench.plan import PlanError, parse_plan
+from rigctl.bench.quality import QualityResult
 from rigctl.bench.rawdir import RawDir, kept_runs
-from rigctl.bench.run import BenchResult
+from rigctl.bench.run import BenchResult, judge
 from rigctl.bench.summary import Sample, arm_figures, cold_check, verification_baseline
-from rigctl.bench.verdict import decide
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.errors import BadInputError
@@ -40,30 +40,44 @@ def value_text(metric: Metric, value: float | None) -> str:
     return f"{value:,.1f}"
 
 
-def _change(values_a: list[float], values_b: list[float]) -> str:
-    if not values_a or not values_b:
-        return ""
-    a, b = sum(values_a) / len(values_a), sum(values_b) / len(values_b)
-    return f"{(b - a) / abs(a) * 100:+.1f}%" if a else ""
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _change(a: float | None, b: float | None) -> str:
+    return f"{(b - a) / abs(a) * 100:+.1f}%" if a and b is not None else ""
+
+
+LETTERS = "ABCDEFGH"
 
 
 def render(data: dict[str, Any]) -> str:
-    """The text report of a run (the object `rigctl bench --json` prints)."""
+    """The text report of a run (the object `rigctl bench --json` prints): one column per build
+    (the mean of its arms), each candidate's change against the control, then every arm, the gate,
+    the evidence and each candidate's verdict with all its reasons."""
     arms = data.get("arms", [])
     gate_metric = data["gate"]["metric"]
-    letters = {"control": "A", "candidate": "B"}
+    candidates = [c["profile"] for c in data.get("candidates", [])] or [data["candidate"]]
+    builds = [data["control"], *[c for c in candidates if c != data["control"]]]
+    letter = {name: LETTERS[i] for i, name in enumerate(builds)}
     lines = [f"bench {data['plan']}: {data.get('description') or ''}".rstrip(": "),
-             f"  A = control {data['control']}   B = candidate {data['candidate']}   order {data['order']}"]
+             "  " + "   ".join(f"{letter[b]} = {'control' if b == data['control'] else 'candidate'} {b}"
+                                for b in builds) + f"   order {data['order']}"]
     workload = data.get("workload", {})
     if workload:
         amount = (f"{workload['requests']} requests" if workload.get("requests")
-                  else f"{workload.get('duration_s')} s")
-        lines.append(f"  workload {workload.get('kind')}: {amount} at {workload.get('concurrency')} concurrent, "
-                     f"{workload.get('arrival')} arrival, ~{workload.get('prompt_tokens')} prompt tokens, "
-                     f"{workload.get('max_tokens')} out")
-    for change in data.get("changes", []):
-        lines.append(f"  changed: {Change(change['what'], change['control'], change['candidate'])}")
-    header = ["", *[f"{a['number']} {letters.get(a['role'], '?')}" for a in arms], "B vs A"]
+                  else f"{workload.get('duration_s')} s" if workload.get("duration_s") else "every request")
+        source = workload.get("trace") or workload.get("dataset")
+        what = (f"{workload.get('kind')} {source}" if source else f"{workload.get('kind')}, ~"
+                f"{workload.get('prompt_tokens')} prompt tokens, {workload.get('max_tokens')} out")
+        lines.append(f"  workload {what}: {amount} at {workload.get('concurrency')} concurrent, "
+                     f"{workload.get('arrival')} arrival")
+    for entry in data.get("candidates", []) or [{"profile": data["candidate"], "change": data.get("changes", [])}]:
+        for change in entry.get("change", []):
+            changed = Change(change["what"], change["control"], change["candidate"])
+            lines.append(f"  {letter.get(entry['profile'], '?')} changes {changed}")
+    others = builds[1:]
+    header = ["", *[letter[b] for b in builds], *[f"{letter[b]} vs A" for b in others]]
     rows = [header]
     names = list(TABLE) + [n for n in WHEN_PRESENT if any(a.get(n) is not None for a in arms)]
     for name in (gate_metric, *(g["metric"] for g in data["gate"].get("guards", []))):
@@ -72,20 +86,28 @@ def render(data: dict[str, Any]) -> str:
     for name in names:
         metric = METRICS[name]
         label = metric.label + (" ◀ gate" if name == gate_metric else "")
-        controls = [a[name] for a in arms if a["role"] == "control" and a.get(name) is not None]
-        candidates = [a[name] for a in arms if a["role"] == "candidate" and a.get(name) is not None]
-        rows.append([label, *[value_text(metric, a.get(name)) for a in arms], _change(controls, candidates)])
-    rows.append(["requests ok", *[f"{a['completed']}/{a['requests']}" for a in arms], ""])
-    rows.append(["cache at start", *[{True: "cold", False: "WARM"}.get(a["cold_cache"], "unproven") for a in arms],
-                 ""])
-    rows.append(["GPU peak", *[fmt.celsius(a.get("gpu_temp_peak_c")) for a in arms], ""])
+        means = {b: _mean([a[name] for a in arms if a["profile"] == b and a.get(name) is not None]) for b in builds}
+        rows.append([label, *[value_text(metric, means[b]) for b in builds],
+                     *[_change(means[builds[0]], means[b]) for b in others]])
+    if any(a.get("quality") for a in arms):
+        rows.append(["quality", *[" / ".join(str((a.get("quality") or {}).get("score") or "failed")
+                                             for a in arms if a["profile"] == b) for b in builds], *["" for _ in others]])
     lines += ["", fmt.table(rows, "<" + ">" * (len(header) - 1)), ""]
+    for arm in arms:
+        cache = {True: "cold", False: "WARM"}.get(arm["cold_cache"], "unproven")
+        value = arm.get(gate_metric)
+        interval = (arm.get("intervals") or {}).get(gate_metric)
+        shown = value_text(METRICS[gate_metric], value) + (
+            f" (95%: {value_text(METRICS[gate_metric], interval[0])} to {value_text(METRICS[gate_metric], interval[1])})"
+            if interval else "")
+        lines.append(f"  arm {arm['number']} {letter.get(arm['profile'], '?')}: {arm['completed']}/{arm['requests']} "
+                     f"requests, {gate_metric} {shown}, cache {cache}, GPU peak {fmt.celsius(arm.get('gpu_temp_peak_c'))}")
     gate = data["gate"]
-    lines.append(f"gate: {gate_metric} {gate['direction']} by at least {gate['min_change'] * 100:.1f}%"
+    lines.append("")
+    lines.append(f"gate: {gate_metric} {gate['direction']} by at least {gate['min_change'] * 100:.1f}%, every arm on "
+                 f"{gate.get('min_requests', 20)}+ requests"
                  + "".join(f"; guard {g['metric']} at most {g['max_regression'] * 100:.1f}% worse"
                            for g in gate.get("guards", [])))
-    if data.get("change") is not None:
-        lines.append(f"candidate vs controls: {data['change'] * 100:+.1f}% (better is +)")
     if data.get("control_drift") is not None:
         lines.append(f"controls' drift: {data['control_drift'] * 100:.1f}%")
     for note in [*data.get("notes", []), *data.get("warnings", [])]:
@@ -93,10 +115,20 @@ def render(data: dict[str, Any]) -> str:
     for arm in arms:
         for error in arm.get("errors", [])[:2]:
             lines.append(f"arm {arm['number']} error: {error}")
-    verdict = data.get("verdict")
     status = str(data.get("status") or "failed").replace("_", " ")
-    reason = data.get("reason") or data.get("message") or "no reason was recorded"
-    lines.append(f"verdict: {verdict.upper() if verdict else status.upper()}: {reason}")
+    verdicts = data.get("candidates") or []
+    if data.get("verdict") and len(verdicts) > 1:
+        for entry in verdicts:
+            gain = f" ({entry['gain'] * 100:+.1f}%)" if entry.get("gain") is not None else ""
+            lines.append(f"verdict {letter.get(entry['profile'], '?')} {entry['profile']}: "
+                         f"{str(entry['verdict']).upper()}{gain}: " + "; ".join(entry.get("reasons") or []))
+    elif data.get("verdict"):
+        reasons = data.get("reasons") or [data.get("reason") or "no reason was recorded"]
+        lines.append(f"verdict: {data['verdict'].upper()}: {reasons[0]}")
+        lines += [f"  also: {r}" for r in reasons[1:]]
+    else:
+        reason = data.get("reason") or data.get("message") or "no reason was recorded"
+        lines.append(f"verdict: {status.upper()}: {reason}")
     if data.get("serving"):
         lines.append(f"serving now: {data['serving']}")
     lines.append(f"raw data: {data['raw_dir']}")
@@ -123,7 +155,7 @@ def reload(raw: RawDir) -> dict[str, Any]:
     if not (raw.path / "run.json").is_file():
         raise BadInputError(f"{raw.path}: not a kept bench run (no run.json)")
     try:
-        plan = parse_plan(raw.path / "plan.toml", raw.read_text("plan.toml") or "")
+        plan = parse_plan(raw.path / "plan.toml", raw.read_text("plan.toml") or "", read_inputs=False)
         run = raw.read_json("run.json")
         kept = raw.read_json("verdict.json") if (raw.path / "verdict.json").exists() else {}
     except (PlanError, ValueError, OSError) as exc:
@@ -144,14 +176,18 @@ def reload(raw: RawDir) -> dict[str, Any]:
                           _snapshot(raw, f"{stem}.metrics-after.prom"), verification_baseline(boot))
         arms.append(ArmRecord(number, role, profile, cold, figures, boot, summary.get("warmup_requests", 0),
                               summary.get("warmup_failed", 0), tuple(summary.get("serving_gpus", ())),
-                              summary.get("started", 0.0), str(summary.get("server_died") or "")))
+                              summary.get("started", 0.0), str(summary.get("server_died") or ""),
+                              QualityResult.from_json(summary.get("quality"))))
     status, message = kept.get("status"), kept.get("message", "")
     if status is None:  # no verdict was written: the run is going on, or its rigctl died
         status, message = ending(raw)
+    changes = run.get("changes", {})
+    if isinstance(changes, list):  # a run kept before several candidates: its one candidate's list
+        changes = {plan.candidate: changes}
     result = BenchResult(plan, raw, arms, status=status, message=message, serving=kept.get("serving"),
-                         changes=run.get("changes", []), warnings=run.get("warnings", []))
+                         changes=changes, warnings=run.get("warnings", []))
     if result.status == "complete":
-        result.verdict = decide(plan.gate, [a.outcome() for a in arms])
+        result.verdicts = judge(plan, arms, changes, run.get("rig"))
     return result.to_json()
 
 

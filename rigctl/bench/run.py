@@ -25,6 +25,7 @@ from rigctl import __version__
 from rigctl.bench.arm import ArmRecord, measure_arm, server_death
 from rigctl.bench.checks import CheckedPlan
 from rigctl.bench.live import ArmProgress, LiveWriter
+from rigctl.bench.noise import known
 from rigctl.bench.plan import BenchPlan
 from rigctl.bench.rawdir import RawDir
 from rigctl.bench.verdict import Verdict, decide
@@ -41,35 +42,69 @@ class BenchResult:
     plan: BenchPlan
     raw: RawDir
     arms: list[ArmRecord] = field(default_factory=list)
-    verdict: Verdict | None = None
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # per candidate, in the plan's order
     status: str = "complete"  # complete | failed | interrupted (| cut_short, said by a later rigctl)
     message: str = ""
     serving: str | None = None  # the profile serving when the run ended
-    changes: list[dict[str, str | None]] = field(default_factory=list)
+    changes: dict[str, list[dict[str, str | None]]] = field(default_factory=dict)  # per candidate
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def verdict(self) -> Verdict | None:
+        """The run's verdict: its candidate's; of several, the best promoted one, else an
+        inconclusive one if any, else the first rejection."""
+        found = list(self.verdicts.values())
+        if not found:
+            return None
+        promoted = [v for v in found if v.verdict == "promote"]
+        if promoted:
+            return max(promoted, key=lambda v: v.change or 0.0)
+        return next((v for v in found if v.verdict == "inconclusive"), found[0])
+
     def exit_code(self) -> ExitCode:
-        if self.status != "complete" or self.verdict is None:
+        verdict = self.verdict
+        if self.status != "complete" or verdict is None:
             return ExitCode.FAILURE
-        return {"promote": ExitCode.OK, "reject": ExitCode.REJECTED}.get(self.verdict.verdict, ExitCode.INCONCLUSIVE)
+        return {"promote": ExitCode.OK, "reject": ExitCode.REJECTED}.get(verdict.verdict, ExitCode.INCONCLUSIVE)
 
     def to_json(self) -> dict[str, Any]:
         plan, verdict = self.plan, self.verdict
         return {
             "plan": plan.name, "description": plan.description, "plan_file": str(plan.path),
-            "control": plan.control, "candidate": plan.candidate, "order": plan.order,
-            "workload": asdict(plan.workload), "status": self.status, "message": self.message,
+            "control": plan.control, "candidate": verdict.candidate if verdict else plan.candidate,
+            "order": plan.order, "workload": asdict(plan.workload), "status": self.status, "message": self.message,
             "verdict": verdict.verdict if verdict else None, "reason": verdict.reason if verdict else self.message,
+            "reasons": list(verdict.reasons) if verdict else ([self.message] if self.message else []),
             "gate": {"metric": plan.gate.metric, "direction": plan.gate.direction, "min_change": plan.gate.min_change,
-                     "guards": [asdict(g) for g in plan.gate.guards]},
+                     "min_requests": plan.gate.min_requests, "guards": [asdict(g) for g in plan.gate.guards]},
             "control_mean": verdict.control_mean if verdict else None,
             "candidate_mean": verdict.candidate_mean if verdict else None,
             "change": verdict.change if verdict else None,
             "control_drift": verdict.control_drift if verdict else None,
             "guards": [asdict(g) for g in verdict.guards] if verdict else [],
-            "notes": list(verdict.notes) if verdict else [], "warnings": self.warnings, "changes": self.changes,
+            "notes": list(verdict.notes) if verdict else [], "evidence": list(verdict.evidence) if verdict else [],
+            "warnings": self.warnings, "changes": self.changes.get(plan.candidate, []),
+            "candidates": [{"profile": name, "verdict": v.verdict if v else None,
+                            "reasons": list(v.reasons) if v else [], "change": self.changes.get(name, []),
+                            "gain": v.change if v else None, "control_mean": v.control_mean if v else None,
+                            "candidate_mean": v.candidate_mean if v else None,
+                            "candidate_drift": v.candidate_drift if v else None,
+                            "guards": [asdict(g) for g in v.guards] if v else [], "notes": list(v.notes) if v else [],
+                            "evidence": list(v.evidence) if v else []}
+                           for name in plan.candidates for v in [self.verdicts.get(name)]],
             "arms": [a.to_json() for a in self.arms], "serving": self.serving, "raw_dir": str(self.raw.path),
         }
+
+
+def judge(plan: BenchPlan, arms: list[ArmRecord], changes: dict[str, list[dict[str, str | None]]],
+          rig: str | None) -> dict[str, Verdict]:
+    """A verdict per candidate, each against the controls around it, with the rig's measured
+    noise where it is known."""
+    outcomes = [a.outcome(plan.gate.metric) for a in arms]
+    measured = known(rig, plan.control, plan.workload) if rig else None
+    noise = measured.of(plan.gate.metric) if measured else None
+    return {name: decide(plan.gate, outcomes, name, noise, len(changes.get(name, [])) if name in changes else None)
+            for name in plan.candidates}
 
 
 def _boot_of(profile: str, since: float, outcome: SwitchOutcome) -> dict[str, Any]:
@@ -121,15 +156,18 @@ def run_bench(ctx: ServeContext, checked: CheckedPlan, *, keep_candidate: bool =
         try:
             raw = RawDir.create(plan.name)
             raw.write_text("plan.toml", plan.text)
-            result = BenchResult(plan, raw, changes=[{"what": c.what, "control": c.before, "candidate": c.after}
-                                                     for c in checked.changes], warnings=list(checked.warnings))
+            result = BenchResult(plan, raw, changes={
+                name: [{"what": c.what, "control": c.before, "candidate": c.after} for c in changed]
+                for name, changed in checked.changes.items()}, warnings=list(checked.warnings))
+            if plan.requests:  # the owner's requests as this run sent them: a report needs no other file
+                raw.write_lines("workload.jsonl", (r.to_json() for r in plan.requests))
             raw.write_json("run.json", {"plan": plan.name, "plan_file": str(plan.path), "started": time.time(),
                                         "rigctl": __version__, "host": platform.node(),
                                         "rig": ctx.rig.backend if ctx.rig else None, "order": plan.order,
                                         "arms": plan.arms(), "workload": asdict(plan.workload),
                                         "gate": asdict(plan.gate), "changes": result.changes,
                                         "warnings": result.warnings, "serving_before": serving_name(ctx)})
-            live = LiveWriter(plan.name, raw.path, plan.control, plan.candidate)
+            live = LiveWriter(plan.name, raw.path, plan.control, ", ".join(plan.candidates))
         except OSError as exc:
             raise RigctlError(f"the bench's raw files cannot be written ({_reason(exc)}); nothing was "
                               f"switched") from None
@@ -144,8 +182,8 @@ def run_bench(ctx: ServeContext, checked: CheckedPlan, *, keep_candidate: bool =
             left = str(exc) if isinstance(exc, _Left) else f"left at the second Ctrl-C: {left_behind(ctx)}"
             result.status, result.message = "interrupted", left
         result.serving = serving_name(ctx)
-        wanted = plan.candidate if keep_candidate and result.verdict and result.verdict.verdict == "promote" \
-            else plan.control
+        best = result.verdict
+        wanted = best.candidate if keep_candidate and best and best.verdict == "promote" else plan.control
         if result.serving == wanted:
             live.close()
         else:
@@ -179,14 +217,15 @@ def _run(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, progress:
     if result.status != "complete":
         _restore(ctx, result, checked.control)
         return
-    result.verdict = decide(plan.gate, [a.outcome() for a in result.arms])
-    if keep_candidate and result.verdict.verdict == "promote" and plan.candidate != plan.control:
-        ctx.say("step", f"promoted: {plan.candidate} serves on (--keep-candidate)")
-        outcome = _switch(ctx, checked.candidate, checked.control)
+    result.verdicts = judge(plan, result.arms, result.changes, ctx.rig.backend if ctx.rig else None)
+    best = result.verdict
+    if keep_candidate and best is not None and best.verdict == "promote" and best.candidate != plan.control:
+        ctx.say("step", f"promoted: {best.candidate} serves on (--keep-candidate)")
+        outcome = _switch(ctx, checked.resolved(best.candidate), checked.control)
         if outcome.status == "interrupted":
             raise _Left(outcome.message)
         if outcome.exit_code != ExitCode.OK:
-            result.message = f"promoted, but {plan.candidate} did not start again: {outcome.message}"
+            result.message = f"promoted, but {best.candidate} did not start again: {outcome.message}"
             _restore(ctx, result, checked.control)
         return
     _restore(ctx, result, checked.control)
@@ -203,7 +242,6 @@ def _arms(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, on_progr
           stop: threading.Event) -> None:
     plan = checked.plan
     arms = plan.arms()
-    resolved = {"control": checked.control, "candidate": checked.candidate}
     for number, (role, profile) in enumerate(arms, start=1):
         if stop.is_set():
             result.status, result.message = "interrupted", f"stopped before arm {number} of {len(arms)}"
@@ -211,7 +249,7 @@ def _arms(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, on_progr
         ctx.say("step", f"arm {number}/{len(arms)}: {role} {profile}")
         on_progress(ArmProgress(number, len(arms), role, profile, "switching"))
         since = time.time()
-        outcome = _switch(ctx, resolved[role], checked.control)
+        outcome = _switch(ctx, checked.resolved(profile), checked.control)
         if outcome.status == "interrupted":
             raise _Left(outcome.message)
         if outcome.exit_code != ExitCode.OK:
@@ -225,7 +263,7 @@ def _arms(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, on_progr
             return
         record, launcher = running.record, running.launcher
         arm = measure_arm(number, len(arms), role, profile, record, launcher.api_key(record),
-                          plan.workload, ctx.sampler, result.raw, _boot_of(profile, since, outcome), on_progress,
+                          plan, ctx.sampler, result.raw, _boot_of(profile, since, outcome), on_progress,
                           stop, functools.partial(server_death, launcher, record))
         result.arms.append(arm)
         if stop.is_set():

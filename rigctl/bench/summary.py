@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigctl.bench.evidence import intervals
 from rigctl.bench.loadgen import RequestResult
 from rigctl.engine.derive import interval
 from rigctl.engine.metrics import EngineSnapshot
@@ -194,6 +195,7 @@ class ArmFigures:
     prompt_tokens: int = 0
     output_tokens: int = 0
     heat: Heat = field(default_factory=lambda: Heat(None, None, None, None))
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)  # 95% bootstrap, see evidence.py
 
 
 def arm_figures(results: Sequence[RequestResult], elapsed: float, before: EngineSnapshot | None,
@@ -224,4 +226,4 @@ def arm_figures(results: Sequence[RequestResult], elapsed: float, before: Engine
             errors.append(r.error)
     return ArmFigures(metrics=metrics, requests=len(results), completed=len(ok), failed=len(results) - len(ok),
                       errors=errors, duration_s=elapsed, prompt_tokens=sum(r.prompt_len or 0 for r in ok),
-                      output_tokens=output, heat=warmth)
+                      output_tokens=output, heat=warmth, intervals=intervals(results, elapsed, request_figures))

@@ -1,15 +1,15 @@
-"""The verdict: the candidate's gate metric against the mean of the controls.
+"""The verdict on one candidate: its gate metric against the mean of the controls around it, with
+every reason named and the evidence weighed.
 
-- inconclusive when the controls differ from each other by more than min_change (the rig
-  is too noisy to tell, whatever the candidate did), when a control failed requests, when
-  a figure the gate needs was not measured, or when a warm cache could have decided it;
-- promote when the candidate beats the controls by at least min_change in the gate's
-  direction and no guard regresses beyond its limit;
-- reject otherwise, naming the reason.
-
-A warm prefix cache never lets a candidate be promoted. A candidate that lost while it
-alone ran warm lost with an advantage, so that rejection stands; a warm control makes a
-rejection inconclusive.
+- inconclusive when the controls (all of them) differ by more than min_change, a control failed
+  or died, a figure the gate needs was not measured, a warm control inflated the figures, or the
+  candidate's own runs (ABABA) disagree by more than min_change;
+- reject when the candidate's server died, its requests or quality command failed, its change is
+  short of the gate, or a guard regressed past its limit (every one of them named);
+- promote otherwise, unless something says the gain cannot be trusted: an arm resting on fewer
+  than min_requests requests, a bootstrap interval of the gate metric wider than min_change, a
+  change within the rig's measured boot-to-boot noise (`rigctl bench calibrate`), a warm cache,
+  or an A/A run (the candidate changes nothing). Then it is inconclusive, saying which.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rigctl.bench.evidence import relative_width
 from rigctl.bench.metrics import METRICS, improvement
 from rigctl.bench.plan import Gate
 
-HEAT_SOAK_C = 5.0  # the second control this much hotter than the first: say so
+HEAT_SOAK_C = 5.0  # the last control this much hotter than the first: said, when the drift matters
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class ArmOutcome:
     first_error: str = ""
     peak_c: float | None = None
     died: str = ""  # its server died while it was measured: how
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    quality_error: str = ""  # the owner's quality command failed on this arm: how
+
+    @property
+    def completed(self) -> int:
+        return self.requests - self.failed
 
 
 @dataclass(frozen=True)
@@ -53,13 +60,17 @@ class GuardResult:
 @dataclass(frozen=True)
 class Verdict:
     verdict: str  # promote | reject | inconclusive
-    reason: str
+    reason: str  # the first of the reasons
     control_mean: float | None
     candidate_mean: float | None
     change: float | None  # the candidate's relative improvement in the gate's direction
     control_drift: float | None  # (max - min) / mean of the controls' gate metric
     guards: tuple[GuardResult, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    reasons: tuple[str, ...] = ()  # every check that failed or stood in the way, in that order
+    candidate: str = ""
+    candidate_drift: float | None = None  # (max - min) / mean over the candidate's own runs
+    evidence: tuple[str, ...] = ()  # what each arm rests on
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -101,97 +112,145 @@ def _guard(metric: str, limit: float, controls: Sequence[ArmOutcome], candidates
     return GuardResult(metric, control, candidate, regression, limit, regression <= limit)
 
 
-def decide(gate: Gate, arms: Sequence[ArmOutcome]) -> Verdict:
-    controls = [a for a in arms if a.role == "control"]
-    candidates = [a for a in arms if a.role == "candidate"]
+def surrounding(arms: Sequence[ArmOutcome], candidate: str) -> list[ArmOutcome]:
+    """The controls next to each run of `candidate` (the one before it and the one after)."""
+    out: list[ArmOutcome] = []
+    for at, arm in enumerate(arms):
+        if arm.role == "candidate" and arm.profile == candidate:
+            for near in (at - 1, at + 1):
+                if 0 <= near < len(arms) and arms[near].role == "control" and \
+                        all(o.number != arms[near].number for o in out):
+                    out.append(arms[near])
+    return sorted(out, key=lambda a: a.number)
+
+
+def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None, noise: float | None = None,
+           changes: int | None = None) -> Verdict:
+    """`candidate`: whose verdict (default: the first candidate's); `noise`: the rig's measured
+    boot-to-boot spread of the gate metric for the control, when known; `changes`: how many things
+    the candidate changes (0: an A/A run in effect)."""
+    all_controls = [a for a in arms if a.role == "control"]
+    name = candidate or next((a.profile for a in arms if a.role == "candidate"), "")
+    candidates = [a for a in arms if a.role == "candidate" and a.profile == name]
+    controls = surrounding(arms, name) or all_controls
     metric = METRICS[gate.metric]
     c, c_missing = _values(controls, gate.metric)
     b, b_missing = _values(candidates, gate.metric)
-    notes = _notes(controls, arms)
+    spread = drift(_values(all_controls, gate.metric)[0])
+    own = drift(b)
     control_mean = _mean(c) if c else None
     candidate_mean = _mean(b) if b else None
-    spread = drift(c)
     guards = tuple(_guard(g.metric, g.max_regression, controls, candidates) for g in gate.guards)
-
-    def verdict(kind: str, reason: str, change: float | None = None) -> Verdict:
-        return Verdict(kind, reason, control_mean, candidate_mean, change, spread, guards, tuple(notes))
-
-    if len(controls) < 2 or not candidates:
-        return verdict("inconclusive", "a verdict needs two control arms around the candidate; the run stopped short")
+    hard: list[str] = []  # the run cannot decide
+    rejects: list[str] = []  # the candidate failed the gate
+    doubts: list[str] = []  # a promotion cannot be trusted
+    change: float | None = None
+    if len(all_controls) < 2 or not candidates:
+        hard.append("a verdict needs two control arms around the candidate; the run stopped short")
     for arm in controls:
         if arm.died:
-            return verdict("inconclusive", f"control arm {arm.number} ({arm.profile}): {arm.died}")
+            hard.append(f"control arm {arm.number} ({arm.profile}): {arm.died}")
+        elif arm.failed:
+            hard.append(f"control arm {arm.number} ({arm.profile}): {arm.failed} of {arm.requests} requests failed "
+                        f"({arm.first_error})")
+        if arm.quality_error:
+            hard.append(f"control arm {arm.number} ({arm.profile}): {arm.quality_error}")
     for arm in candidates:
         if arm.died:
-            return verdict("reject", f"candidate arm {arm.number} ({arm.profile}): {arm.died}")
-    for arm in controls:
-        if arm.failed:
-            return verdict("inconclusive", f"control arm {arm.number} ({arm.profile}): {arm.failed} of "
-                                           f"{arm.requests} requests failed ({arm.first_error})")
-    missing = c_missing + b_missing
-    if missing:
-        arm = missing[0]
-        return verdict("inconclusive", f"{gate.metric} was not measured in arm {arm.number} ({arm.profile})")
-    assert spread is not None and control_mean is not None and candidate_mean is not None
-    if spread > gate.min_change:
-        return verdict("inconclusive", f"the controls differ by {_pct(spread).lstrip('+')} on {gate.metric}, more "
-                                       f"than the gate's {gate.min_change * 100:.1f}%: this rig is too noisy to tell")
-    change = improvement(metric, control_mean, candidate_mean)
-    if change is None:
-        return verdict("inconclusive", f"the controls' {gate.metric} is 0: a relative change from nothing means "
-                                       "nothing")
-    for arm in candidates:
-        if arm.failed:
-            return _warmth(verdict("reject", f"candidate arm {arm.number} ({arm.profile}): {arm.failed} of "
-                                             f"{arm.requests} requests failed ({arm.first_error})", change), arms)
-    if change < gate.min_change:
-        return _warmth(verdict("reject", f"{gate.metric} {_pct(change)} {'better' if change >= 0 else 'worse'} "
-                                         f"than the controls, short of the gate's {gate.min_change * 100:.1f}%",
-                               change), arms)
+            rejects.append(f"candidate arm {arm.number} ({arm.profile}): {arm.died}")
+        elif arm.failed:
+            rejects.append(f"candidate arm {arm.number} ({arm.profile}): {arm.failed} of {arm.requests} requests "
+                           f"failed ({arm.first_error})")
+        if arm.quality_error:
+            rejects.append(f"candidate arm {arm.number} ({arm.profile}): {arm.quality_error}")
+    for arm in c_missing + b_missing:
+        if not arm.died:
+            hard.append(f"{gate.metric} was not measured in arm {arm.number} ({arm.profile})")
+    if spread is not None and spread > gate.min_change:
+        hard.append(f"the controls differ by {_pct(spread).lstrip('+')} on {gate.metric}, more than the gate's "
+                    f"{gate.min_change * 100:.1f}%: this rig is too noisy to tell")
+    if own is not None and own > gate.min_change:
+        hard.append(f"the candidate's own runs differ by {_pct(own).lstrip('+')} on {gate.metric}, more than the "
+                    f"gate's {gate.min_change * 100:.1f}%: its boot-to-boot noise hides the change")
+    if control_mean is not None and candidate_mean is not None:
+        change = improvement(metric, control_mean, candidate_mean)
+        if change is None:
+            hard.append(f"the controls' {gate.metric} is 0: a relative change from nothing means nothing")
+        elif change < gate.min_change:
+            rejects.append(f"{gate.metric} {_pct(change)} {'better' if change >= 0 else 'worse'} than the controls, "
+                           f"short of the gate's {gate.min_change * 100:.1f}%")
     for guard in guards:
         if guard.ok is None:
-            return verdict("inconclusive", f"the guard on {guard.metric} could not be checked: it was not "
-                                           f"measured in every arm", change)
-    for guard in guards:
-        if not guard.ok:
-            return _warmth(verdict("reject", f"{gate.metric} {_pct(change)}, but the guard on {guard.metric} "
-                                             f"failed: {_pct(guard.regression or 0.0).lstrip('+')} worse, limit "
-                                             f"{guard.limit * 100:.1f}%", change), arms)
-    return _warmth(verdict("promote", f"{gate.metric} {_pct(change)} against the controls (gate "
-                                      f"{gate.min_change * 100:.1f}%), controls within "
-                                      f"{spread * 100:.1f}%" + (", guards held" if guards else ""), change), arms)
+            hard.append(f"the guard on {guard.metric} could not be checked: it was not measured in every arm")
+        elif not guard.ok:
+            rejects.append(f"the guard on {guard.metric} failed: {_pct(guard.regression or 0.0).lstrip('+')} worse, "
+                           f"limit {guard.limit * 100:.1f}%")
+    evidence = _evidence(gate, [*controls, *candidates])
+    for arm in sorted({a.number: a for a in [*controls, *candidates]}.values(), key=lambda a: a.number):
+        if arm.completed < gate.min_requests:
+            doubts.append(f"arm {arm.number} ({arm.profile}) rests on {arm.completed} request(s), fewer than "
+                          f"min_requests {gate.min_requests}")
+        width = relative_width(arm.intervals.get(gate.metric), arm.metrics.get(gate.metric))
+        if width is not None and width > gate.min_change:
+            doubts.append(f"arm {arm.number} ({arm.profile}): the 95% interval of {gate.metric} is "
+                          f"{width * 100:.1f}% wide, wider than the gate's {gate.min_change * 100:.1f}%")
+    if noise is not None and change is not None and abs(change) <= noise:
+        doubts.append(f"the rig's boot-to-boot noise is ±{noise * 50:.1f}% on {gate.metric} (rigctl bench calibrate): "
+                      f"a {_pct(change)} change cannot be told from it")
+    if name == next((a.profile for a in all_controls), None) or changes == 0:
+        doubts.append("an A/A run: the candidate changes nothing, so it measures the rig's noise and never promotes")
+    warm_controls = [a for a in controls if a.cold is not True]
+    warm_candidates = [a for a in candidates if a.cold is not True]
+    if warm_controls and (rejects or not hard):
+        named = "; ".join(f"control arm {a.number} ({a.profile}) {_state(a)}" for a in warm_controls)
+        hard.append(f"{named}: its figures are inflated")
+    if warm_candidates:
+        named = "; ".join(f"candidate arm {a.number} ({a.profile}) {_state(a)}" for a in warm_candidates)
+        doubts.append(f"{named}: a warm cache cannot promote")
+    notes = _notes(gate, all_controls, arms, spread, noise, candidates)
+    if hard:
+        kind, reasons = "inconclusive", hard + rejects
+    elif rejects:
+        kind, reasons = "reject", rejects
+    elif doubts:
+        kind, reasons = "inconclusive", [f"it would promote ({gate.metric} {_pct(change or 0.0)}), but " + doubts[0],
+                                         *doubts[1:]]
+    else:
+        assert change is not None and spread is not None
+        kind, reasons = "promote", [f"{gate.metric} {_pct(change)} against the controls (gate "
+                                    f"{gate.min_change * 100:.1f}%), controls within {spread * 100:.1f}%"
+                                    + (", guards held" if guards else "")]
+    return Verdict(kind, reasons[0], control_mean, candidate_mean, change, spread, guards, tuple(notes),
+                   tuple(reasons), name, own, tuple(evidence))
 
 
 def _state(arm: ArmOutcome) -> str:
     return "ran on a warm prefix cache" if arm.cold is False else "could not be proven cold"
 
 
-def _warmth(result: Verdict, arms: Sequence[ArmOutcome]) -> Verdict:
-    """A warm arm cannot promote; a warm control makes a rejection inconclusive. The arms named are
-    the ones that were warm (every one of them), in the role that matters for the verdict."""
-    warm = [a for a in arms if a.cold is not True]
-    warm_controls = [a for a in warm if a.role == "control"]
-    if not warm:
-        return result
-    if result.verdict == "promote":
-        named = "; ".join(f"{a.role} arm {a.number} ({a.profile}) {_state(a)}" for a in warm)
-        why = f"it would promote, but {named}: a warm cache cannot promote"
-    elif result.verdict == "reject" and warm_controls:
-        named = "; ".join(f"control arm {a.number} ({a.profile}) {_state(a)}" for a in warm_controls)
-        why = f"it would reject, but {named}: its figures are inflated"
-    else:
-        return result
-    return Verdict("inconclusive", why, result.control_mean, result.candidate_mean, result.change,
-                   result.control_drift, result.guards, result.notes)
+def _evidence(gate: Gate, arms: Sequence[ArmOutcome]) -> list[str]:
+    out = []
+    for arm in sorted(arms, key=lambda a: a.number):
+        value, interval = arm.metrics.get(gate.metric), arm.intervals.get(gate.metric)
+        shown = "" if interval is None else f", {gate.metric} 95% interval {interval[0]:.4g} to {interval[1]:.4g}"
+        out.append(f"arm {arm.number} ({arm.role} {arm.profile}): {arm.completed} request(s)"
+                   + (f", {gate.metric} {value:.4g}" if value is not None else "") + shown)
+    return out
 
 
-def _notes(controls: Sequence[ArmOutcome], arms: Sequence[ArmOutcome]) -> list[str]:
+def _notes(gate: Gate, controls: Sequence[ArmOutcome], arms: Sequence[ArmOutcome], spread: float | None,
+           noise: float | None, candidates: Sequence[ArmOutcome]) -> list[str]:
     notes = []
     temps = [a.peak_c for a in controls]
-    if len(temps) >= 2 and temps[0] is not None and temps[-1] is not None and temps[-1] - temps[0] >= HEAT_SOAK_C:
+    soaked = len(temps) >= 2 and temps[0] is not None and temps[-1] is not None and temps[-1] - temps[0] >= HEAT_SOAK_C
+    if soaked and spread is not None and spread >= gate.min_change / 2:  # only where the drift is material
+        assert temps[0] is not None and temps[-1] is not None
         notes.append(f"heat soak: the last control ran {temps[-1] - temps[0]:.0f} °C hotter than the first "
-                     f"({temps[0]:.0f} -> {temps[-1]:.0f} °C); a drift may be thermal, not the profile")
+                     f"({temps[0]:.0f} -> {temps[-1]:.0f} °C); the controls' drift may be thermal, not the profile")
     for arm in arms:
         if arm.cold is False:
             notes.append(f"arm {arm.number} ({arm.profile}) started on a warm prefix cache")
+    if noise is None and len(candidates) == 1:
+        notes.append("the candidate ran once: its own boot-to-boot noise is unmeasured (order = \"ABABA\" runs it "
+                     "twice; `rigctl bench calibrate PLAN` measures the rig's)")
     return notes

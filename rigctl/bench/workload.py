@@ -11,10 +11,12 @@ gets recorded.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from rigctl.bench.plan import Workload
+from rigctl.bench.trace import TracedRequest
 
 CHARS_PER_TOKEN = 4
 _WORDS = (
@@ -38,8 +40,10 @@ _WORDS = (
 @dataclass(frozen=True)
 class Prompt:
     index: int
-    text: str
+    text: str  # a completion's prompt (for a request body given whole: what it is about, for the record)
     max_tokens: int
+    endpoint: str = "/v1/completions"
+    body: dict[str, Any] | None = field(default=None, compare=False)  # a captured request, sent as it was
 
 
 def _words(rng: random.Random, tokens: int) -> str:
@@ -75,11 +79,46 @@ class Prompts:
         return Prompt(-1 - index, f"Warm-up {w.seed}-{index}: {_words(rng, w.prompt_tokens)}", min(w.max_tokens, 64))
 
 
-def arrivals(workload: Workload) -> Iterator[float]:
+class Replay(Prompts):
+    """The owner's requests (a trace's or a dataset's), each sent as it was, the model named by the
+    arm's served name; warm-ups are synthetic, sharing no block with them."""
+
+    def __init__(self, workload: Workload, requests: Sequence[TracedRequest]) -> None:
+        super().__init__(workload)
+        self.requests = list(requests)
+
+    def measured(self, index: int) -> Prompt:
+        request = self.requests[index]
+        body = {k: v for k, v in request.body.items() if k not in ("stream", "stream_options")}
+        return Prompt(index, request.summary(), request.max_tokens(), request.endpoint, body)
+
+
+def prompts_for(workload: Workload, requests: Sequence[TracedRequest] = ()) -> Prompts:
+    return Replay(workload, requests) if requests else Prompts(workload)
+
+
+def request_count(workload: Workload, requests: Sequence[TracedRequest] = ()) -> int | None:
+    """How many requests an arm sends (None: as many as fit duration_s)."""
+    return len(requests) if requests else workload.requests
+
+
+def arrivals(workload: Workload, requests: Sequence[TracedRequest] = ()) -> Iterator[float]:
     """Seconds after the start at which each measured request is due, in request order;
-    endless for a duration_s workload (the caller stops at the duration)."""
+    endless for a duration_s workload (the caller stops at the duration). Recorded: the trace's
+    own gaps, compressed `speed` times."""
+    if requests:
+        first = requests[0].t
+        for request in requests:
+            if workload.arrival == "recorded":
+                yield (request.t - first) / workload.speed
+            elif workload.arrival == "burst":
+                yield 0.0
+            else:
+                break
+        if workload.arrival in ("recorded", "burst"):
+            return
     rng = random.Random(f"arrival-{workload.seed}")
-    count = workload.requests
+    count = request_count(workload, requests)
     due = 0.0
     index = 0
     while count is None or index < count:

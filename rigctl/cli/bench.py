@@ -186,13 +186,16 @@ def _check(args: argparse.Namespace, name: str) -> int:
             ctx.sampler.close()
     if args.json:
         common.print_json({"plan": plan.name, "plan_file": str(plan.path), "control": plan.control,
-                           "candidate": plan.candidate, "order": plan.order, "arms": plan.arms(),
-                           "workload": asdict(plan.workload), "gate": asdict(plan.gate),
-                           "changes": [{"what": c.what, "control": c.before, "candidate": c.after}
-                                       for c in checked.changes], "warnings": list(checked.warnings)})
+                           "candidate": plan.candidate, "candidates": list(plan.candidates), "order": plan.order,
+                           "arms": plan.arms(), "workload": asdict(plan.workload), "gate": asdict(plan.gate),
+                           "requests": len(plan.requests) if plan.requests else plan.workload.requests,
+                           "changes": {name: [{"what": c.what, "control": c.before, "candidate": c.after}
+                                              for c in changed] for name, changed in checked.changes.items()},
+                           "warnings": list(checked.warnings)})
         return 0
     w = plan.workload
-    amount = f"{w.requests} requests" if w.requests else f"{w.duration_s:g} s"
+    amount = (f"{len(plan.requests)} requests of {w.trace or w.dataset}" if plan.requests else
+              f"{w.requests} requests" if w.requests else f"{w.duration_s:g} s")
     print(f"{plan.path}: ok")
     print(f"  arms: {' -> '.join(p for _, p in plan.arms())}")
     print(f"  workload: {w.kind}, {amount} at {w.concurrency} concurrent, {w.arrival} arrival, "
@@ -200,8 +203,9 @@ def _check(args: argparse.Namespace, name: str) -> int:
           f"{w.warmup_requests} warm-up")
     print(f"  gate: {plan.gate.metric} {plan.gate.direction} by at least {plan.gate.min_change * 100:.1f}%"
           + "".join(f"; guard {g.metric} at most {g.max_regression * 100:.1f}% worse" for g in plan.gate.guards))
-    for change in checked.changes:
-        print(f"  changes: {change}")
+    for name, changed in checked.changes.items():
+        for change in changed:
+            print(f"  {name} changes {change}")
     for warning in checked.warnings:
         print(f"  note: {warning}")
     return 0

@@ -41,7 +41,7 @@ def test_more_sequences_at_eight_concurrent_are_promoted(promoted: Any) -> None:
     assert data["verdict"] == "promote" and data["status"] == "complete"
     assert [(a["role"], a["profile"]) for a in data["arms"]] == [("control", "seqs2"), ("candidate", "seqs8"),
                                                                   ("control", "seqs2")]
-    assert all(a["cold_cache"] is True and a["requests"] == 16 and a["completed"] == 16 for a in data["arms"])
+    assert all(a["cold_cache"] is True and a["requests"] == 32 and a["completed"] == 32 for a in data["arms"])
     controls = [a["output_tok_per_s"] for a in data["arms"] if a["role"] == "control"]
     candidate = data["arms"][1]["output_tok_per_s"]
     assert candidate > 1.5 * max(controls)  # 8 streams against 2
@@ -67,7 +67,7 @@ def test_everything_is_kept_raw(promoted: Any) -> None:
     for arm in data["arms"]:
         stem = raw / f"arm-{arm['number']}-{arm['role']}"
         requests = [json.loads(line) for line in Path(f"{stem}.requests.jsonl").read_text().splitlines()]
-        assert sorted(r["index"] for r in requests) == list(range(16))
+        assert sorted(r["index"] for r in requests) == list(range(32))
         assert all(r["success"] and r["usage_reported"] and r["output_tokens"] == 64 and r["ttft"] > 0
                    and len(r["itl"]) == r["chunks"] - 1 for r in requests)
         assert json.loads(Path(f"{stem}.json").read_text())["output_tok_per_s"] == arm["output_tok_per_s"]

@@ -69,7 +69,7 @@ def test_every_mistake_is_named_with_its_line_and_key() -> None:
     found = problems(text)
     expected = [
         "/p/plan.toml:2: candidat: unknown key; did you mean 'candidate'?",
-        "/p/plan.toml: candidate = \"PROFILE\" is missing",
+        "/p/plan.toml: candidate = \"PROFILE\" (or candidates = [...]) is missing: a plan names what it tries",
         "/p/plan.toml:3: order: 'ABC' is not one of ABA, ABABA",
         ("/p/plan.toml:5: workload.kind: 'chat-long' is not one of chat-short, agent-long, prefill-heavy, "
         "decode-heavy; did you mean 'agent-long'?"),
@@ -120,7 +120,7 @@ def test_invalid_toml_names_its_line() -> None:
 def test_an_aa_plan_runs_but_is_called_what_it_is() -> None:
     plan = parse_plan(Path("/p/aa.toml"), 'control = "a"\ncandidate = "a"\n[workload]\nkind = "chat-short"\n'
                                            '[gate]\nmetric = "output_tok_per_s"\nmin_change = 0.05\n')
-    assert plan.warnings == ("the candidate is the control (a): an A/A run, it measures this rig's noise",)
+    assert plan.warnings == ("the candidate is the control (a): an A/A run, it measures this rig's noise and never promotes",)
 
 
 def test_plans_are_found_by_name_in_the_config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

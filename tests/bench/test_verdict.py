@@ -107,8 +107,8 @@ def test_the_warm_arms_named_are_the_ones_that_were_warm() -> None:
     arms[0] = arm(1, "control", cold=False, output_tok_per_s=200.0)
     arms[1] = arm(2, "candidate", cold=None, output_tok_per_s=300.0)
     verdict = decide(GATE, arms)
-    assert verdict.reason == ("it would promote, but control arm 1 (ctl) ran on a warm prefix cache; candidate arm 2 "
-                              "(cand) could not be proven cold: a warm cache cannot promote")
+    assert verdict.verdict == "inconclusive"
+    assert verdict.reasons == ("control arm 1 (ctl) ran on a warm prefix cache: its figures are inflated",)
 
 
 def test_a_server_that_died_is_the_reason() -> None:
@@ -142,14 +142,70 @@ def test_an_unmeasured_gate_metric_is_inconclusive_and_a_short_run_cannot_decide
     assert short.verdict == "inconclusive" and "two control arms" in short.reason
 
 
-def test_ababa_uses_every_arm_and_notes_heat_soak() -> None:
+def test_ababa_uses_every_arm_and_notes_heat_soak_only_where_the_drift_matters() -> None:
     arms = [arm(1, "control", peak=52.0, output_tok_per_s=200.0), arm(2, "candidate", output_tok_per_s=260.0),
             arm(3, "control", peak=55.0, output_tok_per_s=204.0), arm(4, "candidate", output_tok_per_s=250.0),
             arm(5, "control", peak=61.0, output_tok_per_s=202.0)]
     verdict = decide(GATE, arms)
     assert verdict.control_mean == pytest.approx(202.0) and verdict.candidate_mean == pytest.approx(255.0)
     assert verdict.control_drift == pytest.approx(4 / 202) and verdict.verdict == "promote"
-    assert verdict.notes[0].startswith("heat soak: the last control ran 9 °C hotter than the first (52 -> 61 °C)")
+    assert verdict.candidate_drift == pytest.approx(10 / 255)
+    assert not any(n.startswith("heat soak") for n in verdict.notes)  # a 2% drift under a 5% gate: immaterial
+    arms[4] = arm(5, "control", peak=61.0, output_tok_per_s=209.0)  # 4.5% apart: half the gate or more
+    notes = decide(GATE, arms).notes
+    assert notes[0].startswith("heat soak: the last control ran 9 °C hotter than the first (52 -> 61 °C)")
+
+
+def test_every_failing_check_is_named() -> None:
+    gate = Gate("output_tok_per_s", "higher", 0.05, (Guard("tpot_p95_s", 0.05), Guard("ttft_p95_s", 0.10)))
+    arms = [arm(1, "control", output_tok_per_s=200.0, tpot_p95_s=0.050, ttft_p95_s=1.0),
+            arm(2, "candidate", output_tok_per_s=201.0, tpot_p95_s=0.060, ttft_p95_s=1.5),
+            arm(3, "control", output_tok_per_s=200.0, tpot_p95_s=0.050, ttft_p95_s=1.0)]
+    verdict = decide(gate, arms)
+    assert verdict.verdict == "reject" and len(verdict.reasons) == 3, verdict.reasons
+    assert verdict.reasons[0].startswith("output_tok_per_s +0.5% better than the controls, short of the gate")
+    assert verdict.reasons[1] == "the guard on tpot_p95_s failed: 20.0% worse, limit 5.0%"
+    assert verdict.reasons[2] == "the guard on ttft_p95_s failed: 50.0% worse, limit 10.0%"
+
+
+def test_too_few_requests_or_a_wide_interval_cannot_promote() -> None:
+    few = [ArmOutcome(n, r, "ctl" if r == "control" else "cand", {"output_tok_per_s": v}, True, 8, 0)
+           for n, r, v in ((1, "control", 200.0), (2, "candidate", 300.0), (3, "control", 200.0))]
+    verdict = decide(GATE, few)
+    assert verdict.verdict == "inconclusive" and verdict.change == pytest.approx(0.5)
+    assert "arm 1 (ctl) rests on 8 request(s), fewer than min_requests 20" in verdict.reason
+    wide = [ArmOutcome(n, r, "ctl" if r == "control" else "cand", {"output_tok_per_s": v}, True, 48, 0,
+                       intervals={"output_tok_per_s": (v * 0.9, v * 1.1)})
+            for n, r, v in ((1, "control", 200.0), (2, "candidate", 300.0), (3, "control", 200.0))]
+    verdict = decide(GATE, wide)
+    assert verdict.verdict == "inconclusive"
+    assert "the 95% interval of output_tok_per_s is 20.0% wide, wider than the gate's 5.0%" in verdict.reason
+    assert len(verdict.evidence) == 3 and "48 request(s)" in verdict.evidence[0]
+
+
+def test_an_aa_run_and_a_change_within_the_noise_never_promote() -> None:
+    same = [arm(1, "control", output_tok_per_s=152.0), arm(2, "control", output_tok_per_s=222.0),
+            arm(3, "control", output_tok_per_s=154.0)]
+    same[1] = ArmOutcome(2, "candidate", "ctl", {"output_tok_per_s": 222.0}, True, 48, 0)  # the control, again
+    verdict = decide(GATE, same)
+    assert verdict.verdict == "inconclusive" and "an A/A run" in verdict.reason  # the simulator's +45%
+    verdict = decide(GATE, aba(200.0, 230.0, 200.0), noise=0.40)
+    assert verdict.verdict == "inconclusive"
+    assert ("the rig's boot-to-boot noise is ±20.0% on output_tok_per_s (rigctl bench calibrate): a +15.0% change "
+            "cannot be told from it") in verdict.reason
+    assert decide(GATE, aba(200.0, 230.0, 200.0), changes=0).verdict == "inconclusive"
+
+
+def test_each_of_several_candidates_is_judged_against_the_controls_around_it() -> None:
+    arms = [arm(1, "control", output_tok_per_s=200.0),
+            ArmOutcome(2, "candidate", "awq", {"output_tok_per_s": 260.0}, True, 48, 0),
+            arm(3, "control", output_tok_per_s=204.0),
+            ArmOutcome(4, "candidate", "fp8", {"output_tok_per_s": 190.0}, True, 48, 0),
+            arm(5, "control", output_tok_per_s=208.0)]
+    awq, fp8 = decide(GATE, arms, "awq"), decide(GATE, arms, "fp8")
+    assert awq.verdict == "promote" and awq.control_mean == pytest.approx(202.0) and awq.candidate == "awq"
+    assert fp8.verdict == "reject" and fp8.control_mean == pytest.approx(206.0)
+    assert awq.control_drift == fp8.control_drift == pytest.approx(8 / 204)  # over all the controls
 
 
 def test_drift_of_identical_and_zero_controls() -> None:

@@ -18,7 +18,7 @@ order = "ABA"
 [workload]
 kind = "chat-short"
 concurrency = 8
-requests = 16
+requests = 32
 prompt_tokens = 256
 max_tokens = 64
 warmup_requests = 4

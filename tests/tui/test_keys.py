@@ -119,10 +119,12 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
 
 
 async def wait_serving(app: RigApp, pilot: Pilot[Any]) -> None:
-    for _ in range(200):
+    for _ in range(2400):  # two minutes: a switch drains, boots and verifies; a loaded machine is slow
         await pilot.pause(0.05)
         if app._serve_worker is not None and app._serve_worker.is_finished:
             break
+    else:
+        raise AssertionError("the switch did not finish within two minutes")
     await pilot.pause()
 
 
