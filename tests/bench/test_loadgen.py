@@ -118,9 +118,12 @@ def test_times_and_counts_each_request_as_vllm_bench_serve_does(streamer: Stream
     results, elapsed = run_load(target(streamer), schedule, concurrency=3)
     assert [r.index for r in results] and all(r.success and not r.error for r in results)
     for r in results:
-        assert r.ttft is not None and 0.14 <= r.ttft < 1.0
-        assert len(r.itl) == 5 and all(0.015 <= gap < 0.5 for gap in r.itl)
-        assert r.latency is not None and r.latency >= r.ttft + sum(r.itl) - 1e-3
+        # only what the server's sleeps guarantee: a loaded machine may read two chunks at once
+        # (a gap near zero) or late, never early
+        assert r.ttft is not None and r.ttft >= 0.15
+        assert len(r.itl) == 5 and all(gap >= 0 for gap in r.itl)
+        assert r.latency is not None and r.latency >= 0.15 + 5 * 0.02
+        assert r.latency == pytest.approx(r.ttft + sum(r.itl))  # ends at the last chunk, as vLLM's
         assert (r.prompt_len, r.output_tokens, r.usage_reported, r.chunks) == (7, 6, True, 6)
     assert elapsed >= max(r.latency or 0 for r in results)
     body = streamer.bodies[0]
@@ -133,8 +136,12 @@ def test_the_concurrency_cap_holds_and_the_queue_is_timed(streamer: Streamer) ->
     schedule = [(Prompt(i, f"p{i}", 3), 0.0) for i in range(8)]
     results, _ = run_load(target(streamer), schedule, concurrency=2)
     assert streamer.peak == 2 and len(results) == 8 and all(r.success for r in results)
-    waited = sorted(r.client_queue_time for r in results)
-    assert waited[:2] == pytest.approx([0.0, 0.0], abs=0.05) and waited[-1] > 0.3  # the last waited 3 rounds
+    # the first two went out before any request had ended; the last waited its three rounds
+    # (each request takes at least the server's 0.1 s + 2 gaps): lower bounds, which no load breaks
+    first_two = sorted(results, key=lambda r: r.start_time)[:2]
+    ends = [r.start_time + (r.latency or 0) for r in results]
+    assert all(r.start_time < min(ends) for r in first_two)
+    assert max(r.client_queue_time for r in results) >= 3 * 0.14
 
 
 def test_interval_arrivals_are_kept(streamer: Streamer) -> None:
@@ -142,7 +149,7 @@ def test_interval_arrivals_are_kept(streamer: Streamer) -> None:
     schedule = [(Prompt(i, f"p{i}", 2), i * 0.3) for i in range(3)]
     results, _ = run_load(target(streamer), schedule, concurrency=4)
     starts = [r.start_time for r in results]
-    assert starts[1] - starts[0] == pytest.approx(0.3, abs=0.1) and starts[2] - starts[0] == pytest.approx(0.6, abs=0.1)
+    assert starts[1] - starts[0] >= 0.3 - 0.005 and starts[2] - starts[0] >= 0.6 - 0.005  # never early
 
 
 def test_failures_are_kept_with_what_went_wrong(streamer: Streamer) -> None:
@@ -170,18 +177,18 @@ def test_a_duration_workload_stops_sending_at_its_end(streamer: Streamer) -> Non
             n += 1
 
     results, elapsed = run_load(target(streamer), endless(), concurrency=2, duration_s=0.6)
-    assert 4 <= len(results) < 40 and all(r.success for r in results)
-    assert 0.6 <= elapsed < 2.0
+    # at most 2 at a time, each at least 0.07 s: a run that stopped sending at 0.6 s sent fewer than 40
+    assert 1 <= len(results) < 40 and all(r.success for r in results)
+    assert elapsed >= 0.6
 
 
 def test_stop_cancels_what_is_in_flight_and_keeps_it_as_failed(streamer: Streamer) -> None:
     streamer.gap = 0.2
     stop = threading.Event()
     threading.Timer(0.4, stop.set).start()
-    began = time.monotonic()
     results, _ = run_load(target(streamer), [(Prompt(i, f"p{i}", 50), 0.0) for i in range(4)], concurrency=2,
                           stop=stop)
-    assert time.monotonic() - began < 3.0
+    # each request takes 10 s: none finished, so the stop cut them rather than waiting
     assert results and all(not r.success and r.error == "stopped before it finished" for r in results)
 
 
