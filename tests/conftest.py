@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,3 +57,12 @@ def serve_ctx(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> Iterator[Serve
     ctx = make_context(argparse.Namespace(sim="2x3090-nvlink"))
     yield ctx
     transaction.stop(ctx)
+
+
+@pytest.fixture
+def sim_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment of a fast simulated 2x3090 for a simulator started as a process."""
+    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
+    monkeypatch.setenv("RIGCTL_SIM_SPEED", "20")
+    return dict(os.environ)

@@ -7,6 +7,8 @@ import argparse
 import pkgutil
 import subprocess
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 
 import rigctl
@@ -41,6 +43,9 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["bench", "list"], 0),
     (["report"], 0),
     (["record", "--interval", "0.1"], 2),  # refused before it runs: a recorder never ends by itself
+    # listens, forwards nothing, ends at its duration: httpx and h11 loaded, no UI
+    (["capture", "--to", "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--duration", "0.2", "--out",
+      str(Path(tempfile.gettempdir()) / f"rigctl-purity-{uuid.uuid4().hex}.jsonl")], 0),
     (["fit", "--config", str(FIXTURES.parent / "fit/tiny-qwen2.config.json"), "--max-model-len", "2048"], 0),
     (["restart"], 0),
     (["stop"], 0),

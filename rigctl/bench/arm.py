@@ -211,7 +211,7 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
     quality = None
     if plan.quality is not None and not died and not stop.is_set():
         progress("quality", total or 0, total)
-        quality = run_quality(plan.quality, record.base_url, model, api_key, plan.path.parent)
+        quality = run_quality(plan.quality, record.base_url, model, api_key, plan.path.parent, profile)
     cold = cold_check(cold_snapshot, before, after, verification_baseline(boot))
     raw.write_lines(f"{stem}.requests.jsonl", (r.to_json() for r in results))
     raw.write_lines(f"{stem}.samples.jsonl", (s.to_json() for s in samples))

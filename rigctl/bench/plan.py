@@ -111,6 +111,7 @@ class BenchPlan:
     warnings: tuple[str, ...] = field(default=())
     quality: Quality | None = None
     requests: tuple[TracedRequest, ...] = field(default=(), compare=False)  # the trace's or dataset's, read once
+    runs: int = 0  # a calibration (`rigctl bench calibrate`): the control alone, this many times
 
     @property
     def candidate(self) -> str:
@@ -120,6 +121,8 @@ class BenchPlan:
     def arms(self) -> list[tuple[str, str]]:
         """(role, profile) per arm, in order: every candidate between two controls, once (ABA:
         A B A, or A B A C A with two) or twice (ABABA: A B A C A B A C A)."""
+        if self.runs:
+            return [("control", self.control)] * self.runs
         rounds = 2 if self.order == "ABABA" else 1
         out = [("control", self.control)]
         for _ in range(rounds):

@@ -1,6 +1,6 @@
 """The owner's own quality check (`[quality] command` in a plan): run after each arm's measured
 requests, against that arm's server, its base URL and model in the environment (RIGCTL_BASE_URL,
-RIGCTL_MODEL, and OPENAI_BASE_URL / OPENAI_API_KEY for OpenAI clients). Its last line of output is
+RIGCTL_MODEL, RIGCTL_PROFILE, and OPENAI_BASE_URL / OPENAI_API_KEY for OpenAI clients). Its last line of output is
 the arm's score (the owners' "Quality 109/120"). A command that fails, times out or prints nothing
 is that arm's failure, said in one line. rigctl runs no model-quality suite of its own.
 """
@@ -40,10 +40,11 @@ class QualityResult:
                              str(data.get("error", "")), float(data.get("seconds") or 0.0))
 
 
-def run_quality(quality: Quality, base_url: str, model: str, api_key: str | None, cwd: Path) -> QualityResult:
+def run_quality(quality: Quality, base_url: str, model: str, api_key: str | None, cwd: Path,
+                profile: str = "") -> QualityResult:
     """The command as an argv list (never a shell), bounded by its timeout."""
-    env = {**os.environ, "RIGCTL_BASE_URL": base_url, "RIGCTL_MODEL": model, "OPENAI_BASE_URL": f"{base_url}/v1",
-           "OPENAI_API_KEY": api_key or "EMPTY"}
+    env = {**os.environ, "RIGCTL_BASE_URL": base_url, "RIGCTL_MODEL": model, "RIGCTL_PROFILE": profile,
+           "OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": api_key or "EMPTY"}
     started = time.monotonic()
     try:
         done = subprocess.run(list(quality.command), cwd=cwd, env=env, stdin=subprocess.DEVNULL,

@@ -214,7 +214,7 @@ def _run(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, progress:
         ctx.say("failure", result.message)
         _restore(ctx, result, checked.control)
         return
-    if result.status != "complete":
+    if result.status != "complete" or plan.runs:  # a calibration has no candidate to judge
         _restore(ctx, result, checked.control)
         return
     result.verdicts = judge(plan, result.arms, result.changes, ctx.rig.backend if ctx.rig else None)

@@ -40,6 +40,7 @@ class TracedRequest:
     stream: bool = False
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    chunks: int | None = None  # chunks that carried a token (a stream that did not ask for usage)
     error: str = ""  # the upstream failed: how (the app got it as it failed)
 
     def to_json(self) -> dict[str, Any]:
@@ -55,7 +56,7 @@ class TracedRequest:
             value = self.body.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
-        return self.completion_tokens or 256
+        return self.completion_tokens or self.chunks or 256
 
     def summary(self) -> str:
         """What the request is about, in one line, for the raw files."""
@@ -90,7 +91,7 @@ def _entry(data: Any, where: str) -> TracedRequest:
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
     return TracedRequest(float(t), endpoint, body, status, bool(data.get("stream")), count("prompt_tokens"),
-                         count("completion_tokens"), str(data.get("error") or "")[:300])
+                         count("completion_tokens"), count("chunks"), str(data.get("error") or "")[:300])
 
 
 def read_trace(path: Path) -> tuple[dict[str, Any], list[TracedRequest]]:

@@ -7,7 +7,7 @@ every reason named and the evidence weighed.
 - reject when the candidate's server died, its requests or quality command failed, its change is
   short of the gate, or a guard regressed past its limit (every one of them named);
 - promote otherwise, unless something says the gain cannot be trusted: an arm resting on fewer
-  than min_requests requests, a bootstrap interval of the gate metric wider than min_change, a
+  than min_requests requests, a bootstrap interval of the gate metric wider (±) than min_change, a
   change within the rig's measured boot-to-boot noise (`rigctl bench calibrate`), a warm cache,
   or an A/A run (the candidate changes nothing). Then it is inconclusive, saying which.
 """
@@ -191,12 +191,14 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None,
             doubts.append(f"arm {arm.number} ({arm.profile}) rests on {arm.completed} request(s), fewer than "
                           f"min_requests {gate.min_requests}")
         width = relative_width(arm.intervals.get(gate.metric), arm.metrics.get(gate.metric))
-        if width is not None and width > gate.min_change:
+        # the arm's own uncertainty (the interval's half-width, its ±) larger than the change the
+        # gate asks for: the run cannot resolve a change that size
+        if width is not None and width / 2 > gate.min_change:
             doubts.append(f"arm {arm.number} ({arm.profile}): the 95% interval of {gate.metric} is "
-                          f"{width * 100:.1f}% wide, wider than the gate's {gate.min_change * 100:.1f}%")
+                          f"±{width * 50:.1f}%, wider than the gate's {gate.min_change * 100:.1f}%")
     if noise is not None and change is not None and abs(change) <= noise:
-        doubts.append(f"the rig's boot-to-boot noise is ±{noise * 50:.1f}% on {gate.metric} (rigctl bench calibrate): "
-                      f"a {_pct(change)} change cannot be told from it")
+        doubts.append(f"the rig's boot-to-boot noise spans {noise * 100:.1f}% on {gate.metric} between fresh servers "
+                      f"(rigctl bench calibrate): a {_pct(change)} change cannot be told from it")
     if name == next((a.profile for a in all_controls), None) or changes == 0:
         doubts.append("an A/A run: the candidate changes nothing, so it measures the rig's noise and never promotes")
     warm_controls = [a for a in controls if a.cold is not True]
@@ -250,7 +252,10 @@ def _notes(gate: Gate, controls: Sequence[ArmOutcome], arms: Sequence[ArmOutcome
     for arm in arms:
         if arm.cold is False:
             notes.append(f"arm {arm.number} ({arm.profile}) started on a warm prefix cache")
-    if noise is None and len(candidates) == 1:
+    if noise is not None:
+        notes.append(f"the rig's boot-to-boot noise on {gate.metric}, measured by rigctl bench calibrate: "
+                     f"{noise * 100:.1f}% between fresh servers; a change within it never promotes")
+    elif len(candidates) == 1:
         notes.append("the candidate ran once: its own boot-to-boot noise is unmeasured (order = \"ABABA\" runs it "
                      "twice; `rigctl bench calibrate PLAN` measures the rig's)")
     return notes

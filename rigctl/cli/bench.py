@@ -26,14 +26,16 @@ from rigctl.cli.serving import make_context
 from rigctl.errors import BadInputError
 from rigctl.serve.bootwatch import Event
 
-ACTIONS = ("check", "report", "list")
+ACTIONS = ("check", "report", "list", "calibrate")
 
 
 def register(sub: Any) -> None:
     p = common.add_command(sub, "bench")
-    p.add_argument("what", nargs="*", metavar="PLAN | check PLAN | report DIR | list",
+    p.add_argument("what", nargs="*", metavar="PLAN | check PLAN | report DIR | list | calibrate PLAN",
                    help="a plan file or a plan name in ~/.config/rigctl/plans/; `check` validates it only, "
-                        "`report` shows a kept run again, `list` lists kept runs")
+                        "`report` shows a kept run again, `list` lists kept runs, `calibrate` measures the "
+                        "rig's boot-to-boot noise on the plan's control (A/A/A...)")
+    p.add_argument("--runs", type=int, default=5, metavar="N", help="calibrate: fresh servers to run (5; 3-12)")
     p.add_argument("--keep-candidate", action="store_true", help="leave the candidate serving when it is promoted")
     p.add_argument("--restore", action="store_true",
                    help="put back the control of a bench that was cut short (its rigctl killed, or left at a "
@@ -58,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
         if action == "list":
             return _list(args)
         if len(rest) != 1:
-            raise BadInputError(f"rigctl bench {action} takes one {'plan' if action == 'check' else 'run directory'}")
+            raise BadInputError(f"rigctl bench {action} takes one "
+                                f"{'run directory' if action == 'report' else 'plan'}")
+        if action == "calibrate":
+            return _calibrate(args, rest[0])
         return _check(args, rest[0]) if action == "check" else _report(args, rest[0])
     if len(words) != 1:
         raise BadInputError("rigctl bench takes one plan (or: check PLAN, report DIR, list)")
@@ -237,4 +242,53 @@ def _list(args: argparse.Namespace) -> int:
         print(f"no kept runs in {bench_dir()}")
     else:
         print(fmt.table(rows))
+    return 0
+
+
+def _calibrate(args: argparse.Namespace, name: str) -> int:
+    """The plan's control on N fresh servers; the spread of each figure kept as the rig's noise."""
+    from rigctl.bench.calibrate import MAX_RUNS, MIN_RUNS, calibrate
+
+    if not MIN_RUNS <= args.runs <= MAX_RUNS:
+        raise BadInputError(f"--runs must be between {MIN_RUNS} and {MAX_RUNS} (each is a fresh boot)")
+    plan = load_plan(name)
+    console = Console(args.verbose)
+    ctx = make_context(args, console.event)
+    stop = threading.Event()
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        console.say("Ctrl-C: stopping; the control serves again at the end (Ctrl-C again to leave at once)")
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        checked = check_plan(ctx, plan)
+        done = calibrate(ctx, checked, args.runs, on_progress=console.progress, stop=stop, lock_wait=args.wait)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if ctx.sampler:
+            ctx.sampler.close()
+    metric = plan.gate.metric
+    data = {"plan": plan.name, "control": plan.control, "runs": args.runs, "status": done.result.status,
+            "message": done.result.message, "metric": metric, "values": done.values,
+            "noise": done.noise.to_json() if done.noise else None, "raw_dir": str(done.result.raw.path)}
+    if args.json:
+        common.print_json(data)
+        return 0 if done.noise else 1
+    if done.noise is None:
+        print(f"not calibrated: {done.result.message or 'the runs did not all complete'} (raw: "
+              f"{done.result.raw.path})", file=sys.stderr)
+        return 1
+    rows = [["figure", *[f"run {n}" for n in range(1, args.runs + 1)], "spread"]]
+    for name_, values in sorted(done.values.items()):
+        if name_ in done.noise.spread and (name_ == metric or name_ in {g.metric for g in plan.gate.guards}):
+            rows.append([name_, *[f"{v:,.4g}" for v in values], f"{done.noise.spread[name_] * 100:.1f}%"])
+    print(fmt.table(rows))
+    gate_noise = done.noise.of(metric)
+    print(f"kept for {done.noise.rig} / {plan.control} under this plan's workload: "
+          + (f"a bench of {plan.name} never promotes a change on {metric} within {gate_noise * 100:.1f}% "
+             f"(calibrate again after 14 days)" if gate_noise is not None else f"{metric} was not measured"))
+    print(f"raw: {done.result.raw.path}")
     return 0

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bootlog": ("logs", "read a vLLM log: phases, KV pool, and why a boot failed"),
     "metrics": ("metrics", "engine figures from vLLM's /metrics: KV, prefix cache, tok/s, latency"),
     "bench": ("bench", "a gated control-candidate-control benchmark between two profiles; report, list"),
+    "capture": ("capture", "a pass-through proxy before vLLM that keeps the apps' requests as a trace the bench replays"),
     "fit": ("fit", "will a profile fit, its KV pool, and TP or DP for this rig (predicted, vLLM's arithmetic)"),
     "record": ("record", "keep the serving record headless: a row every 10 s of what the served profile did"),
     "report": ("report", "what each profile did while it served, side by side (from the record or Prometheus)"),

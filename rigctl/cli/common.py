@@ -78,3 +78,23 @@ def rig_info_or_none(args: argparse.Namespace, quiet: bool = False) -> RigInfo |
         return backend.info()
     finally:
         backend.close()
+
+
+def served_endpoint(url: str | None, flag: str = "--url") -> tuple[str, str | None]:
+    """(base URL, API key) of the server to talk to: the one given, [server] endpoint, or the one
+    rigctl started (RigctlError when there is none)."""
+    from rigctl.config import load_settings
+    from rigctl.errors import RigctlError
+    from rigctl.serve.serving import find_running
+
+    if url:
+        return url, None
+    settings = load_settings()
+    if settings.endpoint:
+        return settings.endpoint, None
+    running = find_running(settings)
+    for note in running.notes:
+        print(f"rigctl: {note}", file=sys.stderr)
+    if running.record is None or running.launcher is None:
+        raise RigctlError(f"no server to ask: rigctl has not started one here (give {flag}, or set [server] endpoint)")
+    return running.record.base_url, running.launcher.api_key(running.record)

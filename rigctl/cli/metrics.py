@@ -14,7 +14,6 @@ from typing import Any
 
 from rigctl import jsonio
 from rigctl.cli import common
-from rigctl.config import load_settings
 from rigctl.engine import report
 from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.derive import interval
@@ -25,7 +24,6 @@ from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.files import read_input
 from rigctl.gpu.model import GpuSample
 from rigctl.gpu.sampler import RigSampler
-from rigctl.serve.serving import find_running
 
 
 def register(sub: Any) -> None:
@@ -75,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.interval <= 0:
         raise BadInputError("--interval must be positive")
-    url, key = _endpoint(args)
+    url, key = common.served_endpoint(args.url)
     try:
         sampler: RigSampler | None = common.open_sampler(args, with_host=False)
     except NoDriverError:
@@ -95,20 +93,6 @@ def run(args: argparse.Namespace) -> int:
     if sampler:
         sampler.close()
     return 0
-
-
-def _endpoint(args: argparse.Namespace) -> tuple[str, str | None]:
-    if args.url:
-        return args.url, None
-    settings = load_settings()
-    if settings.endpoint:
-        return settings.endpoint, None
-    running = find_running(settings)
-    for note in running.notes:
-        print(f"rigctl: {note}", file=sys.stderr)
-    if running.record is None or running.launcher is None:
-        raise RigctlError("no server to ask: rigctl has not started one here (give --url, or set [server] endpoint)")
-    return running.record.base_url, running.launcher.api_key(running.record)
 
 
 def _scrape(client: EngineClient) -> EngineSnapshot:

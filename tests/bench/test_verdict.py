@@ -179,7 +179,7 @@ def test_too_few_requests_or_a_wide_interval_cannot_promote() -> None:
             for n, r, v in ((1, "control", 200.0), (2, "candidate", 300.0), (3, "control", 200.0))]
     verdict = decide(GATE, wide)
     assert verdict.verdict == "inconclusive"
-    assert "the 95% interval of output_tok_per_s is 20.0% wide, wider than the gate's 5.0%" in verdict.reason
+    assert "the 95% interval of output_tok_per_s is ±10.0%, wider than the gate's 5.0%" in verdict.reason
     assert len(verdict.evidence) == 3 and "48 request(s)" in verdict.evidence[0]
 
 
@@ -191,8 +191,9 @@ def test_an_aa_run_and_a_change_within_the_noise_never_promote() -> None:
     assert verdict.verdict == "inconclusive" and "an A/A run" in verdict.reason  # the simulator's +45%
     verdict = decide(GATE, aba(200.0, 230.0, 200.0), noise=0.40)
     assert verdict.verdict == "inconclusive"
-    assert ("the rig's boot-to-boot noise is ±20.0% on output_tok_per_s (rigctl bench calibrate): a +15.0% change "
-            "cannot be told from it") in verdict.reason
+    assert ("the rig's boot-to-boot noise spans 40.0% on output_tok_per_s between fresh servers (rigctl bench "
+            "calibrate): a +15.0% change cannot be told from it") in verdict.reason
+    assert any("measured by rigctl bench calibrate: 40.0% between fresh servers" in n for n in verdict.notes)
     assert decide(GATE, aba(200.0, 230.0, 200.0), changes=0).verdict == "inconclusive"
 
 

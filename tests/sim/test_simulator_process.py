@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -21,58 +20,19 @@ from rigctl.sim.claims import default_claims_dir
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
 from tests.support.serving import free_port
-
-AWQ_TP2 = ["serve", "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--quantization", "awq_marlin",
-           "--max-model-len", "131072", "--kv-cache-dtype", "fp8_e5m2", "--served-model-name", "qwen3.6-27b",
-           "--host", "127.0.0.1"]
-
-
-@pytest.fixture
-def sim_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
-    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
-    monkeypatch.setenv("RIGCTL_SIM_SPEED", "20")
-    return dict(os.environ)
-
-
-def launch(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "rigctl.sim.vllm_server", *args], env=env,
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT)
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes], limit: float = 15.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "simulator exited during boot"
-        try:
-            if httpx.get(f"{url}/health", timeout=0.5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("not ready")
-
-
-def _serve(extra: list[str], env: dict[str, str], log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    port = free_port()
-    proc = launch([*AWQ_TP2, "--port", str(port), *extra], env, log)
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(url, proc)
-    yield url, proc, log
-    proc.terminate()
-    proc.wait(10)
+from tests.support.sim_server import AWQ_TP2, launch, serve_sim, wait_ready
 
 
 @pytest.fixture
 def server(sim_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    yield from _serve(["--speculative-config", '{"method":"mtp","num_speculative_tokens":3}'], sim_env,
+    yield from serve_sim(["--speculative-config", '{"method":"mtp","num_speculative_tokens":3}'], sim_env,
                       tmp_path / "vllm.log")
 
 
 @pytest.fixture
 def small_pool(sim_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
     """256 MiB of KV at 16 KiB a token: 16,384 tokens, 2.5 requests of 4,096."""
-    yield from _serve(["--kv-cache-memory-bytes", str(256 * 2**20), "--max-model-len", "4096",
+    yield from serve_sim(["--kv-cache-memory-bytes", str(256 * 2**20), "--max-model-len", "4096",
                        "--max-num-seqs", "16"], sim_env, tmp_path / "small.log")
 
 
