@@ -19,7 +19,7 @@ from rigctl.engine.poller import Endpoint, EnginePoller, EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.jsonio import DamagedFile
-from rigctl.record.recorder import Observation, boot_key, held_energy
+from rigctl.record.recorder import BenchTags, Observation, held_energy
 from rigctl.serve.launchers import launcher_for
 from rigctl.serve.logtail import TailReader
 from rigctl.serve.serving import ServingStatus, observe
@@ -56,6 +56,7 @@ class Monitor:
         self._observe_key: object = None
         self._observe_count = 0
         self._endpoint_for: tuple[ServerRecord | None, Endpoint | None] = (None, None)
+        self._bench_tags = BenchTags()  # a bench's arms are recorded as bench traffic
         self._tail: TailReader | None = None
         # the serving record's feed (the TUI's BackgroundRecorder.offer): each poll's snapshot,
         # so the record costs no scrape of its own
@@ -146,7 +147,7 @@ class Monitor:
         record, rig = self._endpoint_for[0], self._last_rig
         if state.error is not None or state.snapshot is None or record is None or not state.snapshot.is_vllm:
             return None  # not vLLM's exposition (an empty 200, a web page): no row of idle serving
-        return Observation(record.profile, boot_key(record), state.snapshot, lambda: held_energy(rig, record.pid))
+        return self._bench_tags.observation(record, state.snapshot, lambda: held_energy(rig, record.pid))
 
     def _observe(self, engine: EngineState) -> ServingStatus:
         """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY polls and

@@ -33,7 +33,9 @@ class ArmProgress:
     done: int = 0
     total: int | None = None
     tok_per_s: float | None = None
-    eta_s: float | None = None
+    eta_s: float | None = None  # this arm's measuring
+    run_eta_s: float | None = None  # the whole run: every arm left, boots included (bench/eta.py)
+    run_eta_floor: bool = False  # a part of it is not known yet: the run takes at least run_eta_s
 
 
 def live_file() -> Path:

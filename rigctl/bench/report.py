@@ -14,7 +14,8 @@ from rigctl.bench.arm import ArmRecord
 from rigctl.bench.live import read_live
 from rigctl.bench.loadgen import RequestResult
 from rigctl.bench.metrics import METRICS, TABLE, WHEN_PRESENT, Metric
-from rigctl.bench.plan import PlanError, parse_plan
+from rigctl.bench.plan import PlanError
+from rigctl.bench.plan_file import parse_plan
 from rigctl.bench.quality import QualityResult
 from rigctl.bench.rawdir import RawDir, kept_runs
 from rigctl.bench.run import BenchResult, judge

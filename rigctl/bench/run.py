@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rigctl import __version__
+from rigctl import __version__, fmt
 from rigctl.bench.arm import ArmRecord, measure_arm, server_death
 from rigctl.bench.checks import CheckedPlan
+from rigctl.bench.eta import RunClock, last_boots
 from rigctl.bench.live import ArmProgress, LiveWriter
 from rigctl.bench.noise import known
 from rigctl.bench.plan import BenchPlan
@@ -172,7 +173,13 @@ def run_bench(ctx: ServeContext, checked: CheckedPlan, *, keep_candidate: bool =
             raise RigctlError(f"the bench's raw files cannot be written ({_reason(exc)}); nothing was "
                               f"switched") from None
 
+        clock = RunClock(plan.arms(), last_boots([plan.control, *plan.candidates]), plan.workload.duration_s)
+        first = clock.estimate(ArmProgress(0, len(plan.arms()), "control", plan.control, "starting"))
+        ctx.say("step", f"{len(plan.arms())} arms, about {first.describe(fmt.seconds)} in all (boots from each "
+                        f"profile's last{'; the measuring known after the first arm' if first.floor else ''})")
+
         def progress(step: ArmProgress) -> None:
+            step = clock.stamp(step)
             live(step)
             on_progress(step)
 

@@ -17,7 +17,7 @@ from typing import Any
 from rigctl import fmt
 from rigctl.bench.checks import check_plan
 from rigctl.bench.live import ArmProgress, read_live, settle
-from rigctl.bench.plan import load_plan
+from rigctl.bench.plan_file import load_plan
 from rigctl.bench.rawdir import RawDir, bench_dir
 from rigctl.bench.report import list_rows, reload, render
 from rigctl.bench.run import run_bench
@@ -70,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
     return _bench(args, words[0])
 
 
+def run_eta(p: ArmProgress) -> str:
+    if p.run_eta_s is None:
+        return ""
+    return f"  run ETA {'≥ ' if p.run_eta_floor else ''}{fmt.seconds(p.run_eta_s)}"
+
+
 class Console:
     """Progress on stderr, only when it is a terminal: one line rewritten in place."""
 
@@ -103,8 +109,9 @@ class Console:
         if p.phase in ("measuring", "done"):
             count = f"{p.done}/{p.total}" if p.total else f"{p.done}"
             rate = f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
-            eta = f"  ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
+            eta = f"  arm ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
             head += f" {count}{rate}{eta}"
+        head += run_eta(p)
         self._line(head, p.phase == "done")
 
 
@@ -196,13 +203,18 @@ def _check(args: argparse.Namespace, name: str) -> int:
                            "requests": len(plan.requests) if plan.requests else plan.workload.requests,
                            "changes": {name: [{"what": c.what, "control": c.before, "candidate": c.after}
                                               for c in changed] for name, changed in checked.changes.items()},
-                           "warnings": list(checked.warnings)})
+                           "warnings": list(checked.warnings),
+                           "run_eta_s": round(_run_estimate(plan).seconds, 1),
+                           "run_eta_floor": _run_estimate(plan).floor})
         return 0
     w = plan.workload
     amount = (f"{len(plan.requests)} requests of {w.trace or w.dataset}" if plan.requests else
               f"{w.requests} requests" if w.requests else f"{w.duration_s:g} s")
     print(f"{plan.path}: ok")
     print(f"  arms: {' -> '.join(p for _, p in plan.arms())}")
+    took = _run_estimate(plan)
+    print(f"  the run: about {took.describe(fmt.seconds)}" + (" (boots from each profile's last; the measuring is "
+                                                              "known after the first arm)" if took.floor else ""))
     print(f"  workload: {w.kind}, {amount} at {w.concurrency} concurrent, {w.arrival} arrival, "
           f"~{w.prompt_tokens} prompt tokens ({w.shared_prefix_tokens} shared), {w.max_tokens} out, "
           f"{w.warmup_requests} warm-up")
@@ -292,3 +304,10 @@ def _calibrate(args: argparse.Namespace, name: str) -> int:
              f"(calibrate again after 14 days)" if gate_noise is not None else f"{metric} was not measured"))
     print(f"raw: {done.result.raw.path}")
     return 0
+
+
+def _run_estimate(plan: Any) -> Any:
+    from rigctl.bench.eta import before_the_run, last_boots
+
+    arms = plan.arms()
+    return before_the_run(arms, last_boots([p for _, p in arms]), plan.workload.duration_s)

@@ -22,6 +22,7 @@ def register(sub: Any) -> None:
     p.add_argument("--since", metavar="T", help="e.g. 24h, 7d, or 2026-11-30 or 2026-11-30T14:00")
     p.add_argument("--until", metavar="T", help="as --since (default: now)")
     p.add_argument("--by-boot", action="store_true", help="one column per boot instead of per profile")
+    p.add_argument("--bench", action="store_true", help="the benches' own traffic instead (kept apart from real use)")
     p.add_argument("--source", choices=("auto", "record", "prometheus"), default="auto",
                    help="the record file, or Prometheus ([prometheus] url); auto: Prometheus when configured")
     common.add_json_flag(p)
@@ -66,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
         reader = RecordReader()
         rows = reader.rows(since, until, args.profiles or None)
         where = str(reader.path)
+    from rigctl.record.rows import bench_plan_of
+
+    benched = sorted({plan for r in rows if (plan := bench_plan_of(r.boot))})
+    rows = [r for r in rows if bool(bench_plan_of(r.boot)) == args.bench]
+    if benched and not args.bench and not args.json:
+        print(f"note: the traffic of bench {', '.join(benched[:4])} is left out (rigctl report --bench shows it)")
     if args.profiles:
         known = {r.profile for r in rows}
         missing = [p for p in args.profiles if p not in known]
@@ -76,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     columns = by_boot(rows, limits) if args.by_boot else by_profile(rows, asked, limits)
     if args.json:
         common.print_json({"source": source, "from": where, "since": since, "until": until or now,
+                           "bench": args.bench, "benches_left_out": [] if args.bench else benched,
                            "profiles": [c.to_json() for c in columns]})
         return 0
     if not columns:

@@ -14,8 +14,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from rigctl.bench.live import LiveBench, read_live
 from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, P
 from rigctl.engine.prom import ExpositionError
@@ -23,7 +24,7 @@ from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.jsonio import DamagedFile
-from rigctl.record.rows import Row, interval
+from rigctl.record.rows import BENCH_TAG, Row, interval
 from rigctl.record.store import RecordTrouble, RecordWriter
 from rigctl.serve.statefiles import ServerRecord, read_record
 
@@ -36,6 +37,34 @@ GAUGE_NAMES = frozenset(P + n for n in ("num_requests_running", "num_requests_wa
 def boot_key(record: ServerRecord) -> str:
     """What tags a boot's rows: its boot token, else the profile and start time."""
     return record.boot_id or f"{record.profile}@{record.started:.0f}"
+
+
+LIVE_EVERY_S = 2.0
+def tagged_boot(record: ServerRecord, live: LiveBench | None) -> str:
+    """The boot's key, tagged as bench traffic when a running bench started this server (each arm
+    is a fresh boot after the bench's mark was written; the server serving before it is not)."""
+    key = boot_key(record)
+    if live is not None and live.alive and not live.ended and record.started >= live.started:
+        return f"{BENCH_TAG}{live.plan}:{key}"
+    return key
+
+
+class BenchTags:
+    """Observations of a server, tagged when a bench started it. The bench's mark (written before
+    its first switch, gone when it ends) is read at each new boot and at most every LIVE_EVERY_S
+    between: the last control's server serves on after the bench, as real use again."""
+
+    def __init__(self) -> None:
+        self._read = -LIVE_EVERY_S
+        self._seen: LiveBench | None = None
+        self._server = ""
+
+    def observation(self, record: ServerRecord, snapshot: EngineSnapshot,
+                    read_energy: Callable[[], float | None]) -> Observation:
+        now, server = time.monotonic(), boot_key(record)
+        if now - self._read >= LIVE_EVERY_S or server != self._server:  # a new boot reads it afresh
+            self._read, self._seen, self._server = now, read_live(), server
+        return Observation(record.profile, tagged_boot(record, self._seen), snapshot, read_energy, boot_key(record))
 
 
 def held_energy(rig: RigSnapshot | None, pid: int | None) -> float | None:
@@ -56,6 +85,7 @@ class Observation:
     # the serving GPUs' cumulative energy, read only at an interval's ends (it asks which
     # processes hold which GPU: not worth doing every sample)
     read_energy: Callable[[], float | None] = lambda: None
+    server: str = ""  # the boot's own key, untagged: a bench's tag may come and go on one server
 
 
 class Notes:
@@ -86,6 +116,7 @@ class ServingSource:
         self.notes = notes or Notes(lambda text: None)
         self._client: EngineClient | None = None
         self._url = ""
+        self._tags = BenchTags()
 
     def __call__(self, full: bool = True) -> Observation | None:
         """`full`: every family a row needs (an interval's ends); else the gauges alone (the
@@ -112,8 +143,8 @@ class ServingSource:
             return None
         self.notes.passed("exposition", f"{record.base_url}/metrics answers with vLLM's metrics again")
         sampler = self.sampler
-        return Observation(record.profile, boot_key(record), snap,
-                           lambda: held_energy(sampler.snapshot(), record.pid) if sampler else None)
+        return self._tags.observation(record, snap,
+                                      lambda: held_energy(sampler.snapshot(), record.pid) if sampler else None)
 
     def close(self) -> None:
         if self._client is not None:
@@ -200,6 +231,12 @@ class Recorder:
             self._current = None  # the next answer starts afresh
         elif current is None:
             self._current = _Interval(seen, time.monotonic(), seen.read_energy())
+        elif seen.boot != current.begin.boot and seen.server and seen.server == current.begin.server:
+            # the same server, its tag changed (a bench began or ended): the row ends here with the
+            # old tag and the counting goes on from here, never from zero again
+            ended, energy = time.monotonic(), seen.read_energy()
+            self._write(current, replace(seen, profile=current.begin.profile, boot=current.begin.boot), energy, ended)
+            self._current = _Interval(seen, ended, energy, last_gauge=ended)
         elif seen.boot != current.begin.boot:
             # a new boot while we watched: count it from its start, not from our first sight of it
             self._current = _Interval(Observation(seen.profile, seen.boot, _empty(seen.snapshot)), time.monotonic(),

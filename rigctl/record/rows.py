@@ -14,6 +14,14 @@ from rigctl.engine.metrics import EngineSnapshot, Histogram
 COUNTED = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
 FINISHED = ("stop", "length", "abort", "error")
 TIMED = ("ttft", "prefill", "tpot", "itl", "e2e")  # itl kept only where tpot is not (vLLM before 0.11)
+BENCH_TAG = "bench:"  # a boot a bench started: `bench:PLAN:KEY` (report keeps its rows apart from real use)
+
+
+def bench_plan_of(boot: str) -> str | None:
+    """The plan whose bench a row's boot was, or None for real use."""
+    if not boot.startswith(BENCH_TAG):
+        return None
+    return boot[len(BENCH_TAG):].rsplit(":", 1)[0]
 
 
 @dataclass(slots=True)  # not frozen: a month of rows builds ~70,000 of these, and frozen init costs 3x

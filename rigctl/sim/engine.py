@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rigctl.sim.speeds import async_gain, mtp_step_cost
 from rigctl.sim.stats import Stats
 
 STEP = 0.02  # seconds of real time per scheduler step
@@ -137,7 +138,7 @@ class EngineReplica:
                                         self.index)
                     self.stats.count("prompt_tokens_cached", request.cached, self.index)
                     self.stats.observe("request_prefill_time_seconds", now - (request.admitted_at or now), self.index)
-        rate = self._per_stream_rate(len(decoding))
+        rate = self._per_stream_rate(len(decoding), any(r.prefilled < r.prompt_tokens for r in self.running))
         for request in decoding:
             request.credit += rate * dt
             while request.credit >= 1 and not request.done:
@@ -151,14 +152,15 @@ class EngineReplica:
         self.stats.gauge("num_requests_waiting", len(self.waiting), self.index)
         self.stats.gauge("kv_cache_usage_perc", self.usage(), self.index)
 
-    def _per_stream_rate(self, batch: int) -> float:
-        """Forward steps per second for one decoding stream."""
+    def _per_stream_rate(self, batch: int, prefilling: bool) -> float:
+        """Forward steps per second for one decoding stream (speeds.py: the owners' figures)."""
         speed = self.speed
-        rate = speed.decode_tps * (1.06 if speed.async_scheduling else 1.0)
+        rate = speed.decode_tps * (async_gain(batch, prefilling) if speed.async_scheduling else 1.0)
         if speed.spec_tokens:
-            # drafting and verifying make each step longer, and more so in a large batch, where
-            # decode stops being memory-bound: MTP wins alone and can lose at 8 concurrent
-            rate /= 1 + speed.spec_tokens * (0.12 + 0.04 * max(0, batch - 1))
+            # drafting and verifying make each step longer (on 3090s, more than the drafts win back at
+            # the acceptance owners saw), and more so in a large batch, where decode stops being
+            # memory-bound
+            rate /= mtp_step_cost(speed.spec_tokens) + 0.04 * speed.spec_tokens * max(0, batch - 1)
         return rate / (1 + speed.batch_slowdown * max(0, batch - 1))
 
     def _draft_round(self) -> int:

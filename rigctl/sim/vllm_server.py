@@ -38,6 +38,7 @@ from rigctl.sim.memory import EngineConfig, MemoryPlan, plan
 from rigctl.sim.models import ModelSpec, lookup
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import RigSpec, load_rig
+from rigctl.sim.speeds import build_factors
 from rigctl.sim.stats import Stats
 
 DEFAULT_RIG = "2x3090-nvlink"
@@ -99,10 +100,11 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
     total = plan0.total
     # RIGCTL_SIM_SPEED compresses serving time the way RIGCTL_SIM_TIME_SCALE compresses boots.
     fast = float(os.environ.get("RIGCTL_SIM_SPEED", "1") or 1) * boot_regime()
+    prefill_build, decode_build = build_factors(cfg.quantization, cfg.model)  # the owners' figures (speeds.py)
     speed = Speed(
         decode_tps=model.decode_tps_tp1 * gpu_speed_factor(rig.gpus[devices[0]].name) * tp_speedup(rig, devices, cfg.tp)
-        * fast,
-        prefill_tps=model.decode_tps_tp1 * 120 * tp_speedup(rig, devices, cfg.tp) * fast,
+        * fast * decode_build,
+        prefill_tps=model.decode_tps_tp1 * 120 * tp_speedup(rig, devices, cfg.tp) * fast * prefill_build,
         spec_tokens=cfg.spec_tokens,
         async_scheduling=bool(cfg.async_scheduling),
         acceptance_scale=float(os.environ.get("RIGCTL_SIM_ACCEPTANCE", "1") or 1),

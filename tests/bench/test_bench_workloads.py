@@ -144,12 +144,33 @@ def test_the_owners_quality_command_is_a_column_and_its_failure_the_arms(bench_r
     assert any("the quality command exited 3: the eval could not reach its judge" in r for r in data["reasons"])
 
 
-def test_a_plan_with_too_few_requests_is_marked_and_not_promoted(bench_rig: BenchRig) -> None:
+def test_a_plan_with_too_few_requests_is_marked_and_not_promoted_and_the_record_keeps_it_apart(
+        bench_rig: BenchRig) -> None:
     text = SEQS_PLAN.format(control="seqs2", candidate="seqs8", metric="output_tok_per_s").replace(
         "requests = 32", "requests = 8")
+    assert bench_rig.rigctl("start", "seqs8").returncode == 0
+    recorder = bench_rig.popen("record", "--interval", "0.5")
+    bench_rig.wait_for(recorder, "recording to")
+    with httpx.Client(base_url=f"http://127.0.0.1:{bench_rig.port}", timeout=60, trust_env=False) as client:
+        for n in range(3):  # real use before the bench
+            client.post("/v1/completions", json={"model": "qwen3.6-27b", "prompt": f"mine {n}", "max_tokens": 4})
+    time.sleep(1.5)  # a row or two of it (the recorder writes every 0.5 s)
     done, data = bench_rig.bench(str(bench_rig.plan("few", text=text)))
     assert done.returncode == 6 and data["verdict"] == "inconclusive", done.stdout
     assert any("rests on 8 request(s), fewer than min_requests 20" in r for r in data["reasons"]), data["reasons"]
+    time.sleep(1.5)
+    recorder.send_signal(2)
+    Rig = type(bench_rig)
+    Rig.finish(recorder)
+
+    real = json.loads(bench_rig.rigctl("report", "--json").stdout)
+    assert real["benches_left_out"] == ["few"]
+    real_requests = sum(p["requests"] or 0 for p in real["profiles"])
+    by_boot = bench_rig.rigctl("report", "--by-boot", "--json").stdout
+    assert 3 <= real_requests < 8, by_boot  # the owner's 3, none of the bench's 3 x (8 + warm-up)
+    benched = json.loads(bench_rig.rigctl("report", "--bench", "--json").stdout)
+    by_profile = {p["profile"]: p for p in benched["profiles"]}
+    assert set(by_profile) == {"seqs2", "seqs8"} and by_profile["seqs2"]["requests"] >= 16
 
 
 @pytest.mark.parametrize("seed", ["1", "7"])

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.bench.plan import KINDS, PlanError, find_plan, load_plan, parse_plan
+from rigctl.bench.plan import KINDS, PlanError
+from rigctl.bench.plan_file import find_plan, load_plan, parse_plan
 
 GOOD = '''description = "async scheduling on, at 6 concurrent short requests"
 control = "qwen36-27b-awq-tp2"
@@ -137,7 +138,7 @@ def test_plans_are_found_by_name_in_the_config_dir(tmp_path: Path, monkeypatch: 
 
 def test_shipped_plans_parse_name_shipped_profiles_and_are_shadowed_by_the_users(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rigctl.bench.plan import shipped_plans_dir
+    from rigctl.bench.plan_file import shipped_plans_dir
     from rigctl.profiles.store import ProfileStore
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rigctl.bench.loadgen import RequestResult
-from rigctl.bench.plan import parse_plan
+from rigctl.bench.plan_file import parse_plan
 from rigctl.bench.summary import GpuReading, Sample, arm_figures, cold_check, heat, percentile, request_figures
 from rigctl.bench.workload import CHARS_PER_TOKEN, Prompts, arrivals
 from rigctl.engine.metrics import SNAPSHOT_NAMES, snapshot

@@ -220,7 +220,7 @@ PLAN_WORKLOAD_KEYS = ["kind", "concurrency", "requests", "duration_s", "arrival"
                            st.one_of(toml_values, st.just("good")), max_size=4))
 def test_a_hostile_plan_is_a_plan_or_one_line_each(workload: dict[str, Any], gate: dict[str, Any],
                                                     top: dict[str, Any]) -> None:
-    from rigctl.bench.plan import parse_plan
+    from rigctl.bench.plan_file import parse_plan
 
     path = Path("/plans/p.toml")
     text = _toml({"control": "a", "candidate": "b", **top, "workload": {"kind": "chat-short", **workload},

@@ -30,7 +30,9 @@ def live_text(live: LiveBench | None) -> str:
     if p.phase in ("measuring", "done"):
         head += f" {p.done}/{p.total}" if p.total else f" {p.done}"
         head += f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
-        head += f"  ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
+        head += f"  arm ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
+    if p.run_eta_s is not None:
+        head += f"  run ETA {'≥ ' if p.run_eta_floor else ''}{fmt.seconds(p.run_eta_s)}"
     return head + f"   [{fmt.seconds(live.elapsed())} in]"
 
 

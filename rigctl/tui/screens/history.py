@@ -73,6 +73,7 @@ def served_text(days: float = 7.0) -> str:
     from rigctl.config import load_settings
     from rigctl.errors import RigctlError
     from rigctl.record.derive import by_profile, thresholds_of
+    from rigctl.record.rows import bench_plan_of
     from rigctl.record.store import RecordReader
     from rigctl.record.table import render
 
@@ -82,7 +83,9 @@ def served_text(days: float = 7.0) -> str:
         limits = thresholds_of(load_settings())
     except RigctlError as exc:
         return str(exc)
-    if not rows:
+    real = [r for r in rows if not bench_plan_of(r.boot)]  # a bench's arms are not how a profile serves
+    if not real:
         return (f"nothing recorded yet ({reader.path}): the TUI records while it runs, or run `rigctl record` "
                 "where nobody keeps it open")
-    return render(by_profile(rows, limits=limits), str(reader.path))
+    left_out = "" if len(real) == len(rows) else "\n(the benches' own traffic is left out: rigctl report --bench)"
+    return render(by_profile(real, limits=limits), str(reader.path)) + left_out

@@ -1,0 +1,391 @@
+"""A bench plan's file: `load_plan` reads one (a path, or a name in $XDG_CONFIG_HOME/rigctl/plans/)
+and checks every key before anything is switched; a bad plan is a PlanError that names the file,
+the line and the key of each mistake, all of them at once."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rigctl import paths
+from rigctl.bench.metrics import METRICS
+from rigctl.bench.plan import (
+    ARRIVALS,
+    DATASET_FORMATS,
+    KINDS,
+    MIN_REQUESTS,
+    ORDERS,
+    BenchPlan,
+    Gate,
+    Guard,
+    PlanError,
+    Quality,
+    Workload,
+)
+from rigctl.bench.trace import REPLAYED, TracedRequest, read_dataset, read_trace
+from rigctl.errors import BadInputError
+from rigctl.files import read_input_text
+from rigctl.toml_lines import key_lines, line_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+def plans_dir() -> Path:
+    return paths.config_dir() / "plans"
+
+
+def shipped_plans_dir() -> Path:
+    """Example plans shipped with rigctl (between shipped profiles); the user's win by name."""
+    return Path(str(resources.files("rigctl.bench") / "plans"))
+
+
+def find_plan(name_or_path: str) -> Path:
+    """A path as given, else a plan of that name in the user's plans directory."""
+    given = Path(name_or_path).expanduser()
+    if given.is_file() or "/" in name_or_path or name_or_path.endswith(".toml"):
+        if not given.is_file():
+            raise PlanError([f"{given}: no such plan file"])
+        return given
+    candidate = plans_dir() / f"{name_or_path}.toml"
+    for where in (plans_dir(), shipped_plans_dir()):
+        if (where / f"{name_or_path}.toml").is_file():
+            return where / f"{name_or_path}.toml"
+    known = sorted({p.stem for where in (plans_dir(), shipped_plans_dir()) if where.is_dir()
+                    for p in where.glob("*.toml")})
+    close = difflib.get_close_matches(name_or_path, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else (f"; plans there: {', '.join(known)}" if known else "")
+    raise PlanError([f"no plan named {name_or_path!r} (looked for {candidate}){hint}"])
+
+
+PLAN_LIMIT = 1024 * 1024
+
+
+def load_plan(name_or_path: str) -> BenchPlan:
+    path = find_plan(name_or_path)
+    try:
+        text = read_input_text(path, PLAN_LIMIT, "plan")
+    except BadInputError as exc:
+        raise PlanError([str(exc)]) from None
+    return parse_plan(path, text)
+
+
+class _Checker:
+    """Reads typed values out of the plan's tables, noting each mistake with its line."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = key_lines(text)
+        self.problems: list[str] = []
+
+    def problem(self, where: tuple[str, ...], message: str) -> None:
+        line = line_of(self.lines, *where)
+        key = ".".join(p for p in where if not p.isdigit()) if where else ""
+        head = f"{self.path}:{line}" if line else str(self.path)
+        self.problems.append(f"{head}: {key}: {message}" if key else f"{head}: {message}")
+
+    def unknown(self, table: dict[str, Any], known: tuple[str, ...], where: tuple[str, ...]) -> None:
+        for key in table:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                self.problem((*where, key), "unknown key" + (f"; did you mean {close[0]!r}?" if close else
+                                                            f" (known: {', '.join(known)})"))
+
+    def text(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: str | None = None,
+             choices: tuple[str, ...] = ()) -> str | None:
+        value = table.get(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.problem((*where, key), f"must be a non-empty string, not {value!r}")
+            return None
+        if choices and value not in choices:
+            close = difflib.get_close_matches(value, choices, n=1)
+            self.problem((*where, key), f"{value!r} is not one of {', '.join(choices)}"
+                         + (f"; did you mean {close[0]!r}?" if close else ""))
+            return None
+        return value
+
+    def whole(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: int | None,
+              minimum: int) -> int | None:
+        value = table.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problem((*where, key), f"must be a whole number, not {value!r}")
+            return None
+        if value < minimum:
+            self.problem((*where, key), f"must be at least {minimum}, not {value}")
+            return None
+        return value
+
+    def real(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: float | None,
+             minimum: float = 0.0, above: bool = True, maximum: float | None = None) -> float | None:
+        value = table.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.problem((*where, key), f"must be a number, not {value!r}")
+            return None
+        if (value <= minimum if above else value < minimum) or (maximum is not None and value > maximum):
+            bound = f"above {minimum:g}" if above else f"at least {minimum:g}"
+            self.problem((*where, key), f"must be {bound}" + (f" and at most {maximum:g}" if maximum else "")
+                         + f", not {value:g}")
+            return None
+        return float(value)
+
+    def table(self, data: dict[str, Any], key: str, where: tuple[str, ...] = ()) -> dict[str, Any] | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self.problem((*where, key), f"must be a table ([{key}]), not {value!r}")
+            return None
+        return value
+
+
+TOP = ("description", "control", "candidate", "candidates", "order", "workload", "gate", "quality")
+WORKLOAD_KEYS = ("kind", "concurrency", "requests", "duration_s", "arrival", "interval_s", "rate_per_s",
+                 "prompt_tokens", "max_tokens", "shared_prefix_tokens", "seed", "warmup_requests", "temperature",
+                 "ignore_eos", "timeout_s", "trace", "dataset", "format", "speed", "max_requests")
+GATE_KEYS = ("metric", "direction", "min_change", "guard", "min_requests")
+QUALITY_KEYS = ("command", "timeout_s")
+GUARD_KEYS = ("metric", "max_regression")
+
+
+def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
+    """The plan in `text`, every key checked; `read_inputs`: read its trace or dataset too (a kept
+    run is summarised again from its own copy, `read_inputs` False)."""
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise PlanError([f"{path}: invalid TOML: nested too deep"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        line = message.rsplit("(at line ", 1)[1].split(",")[0] if "(at line " in message else None
+        raise PlanError([f"{path}:{line}: invalid TOML: {message}" if line else f"{path}: invalid TOML: {message}"]) \
+            from exc
+    check = _Checker(path, text)
+    check.unknown(data, TOP, ())
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        check.problem(("description",), f"must be a string, not {description!r}")
+    control = check.text(data, "control", ())
+    candidates = _candidates(check, data)
+    if "control" not in data:
+        check.problem((), "control = \"PROFILE\" is missing: a plan names its control and its candidate profile")
+    order = check.text(data, "order", (), default="ABA", choices=ORDERS)
+    workload = _workload(check, data)
+    gate = _gate(check, data)
+    quality = _quality(check, data)
+    requests: tuple[TracedRequest, ...] = ()
+    warnings = []
+    if workload is not None and read_inputs and (workload.trace or workload.dataset):
+        requests, said = _requests(check, workload, path)
+        warnings += said
+    if check.problems:
+        raise PlanError(check.problems)
+    assert control and candidates and order and workload and gate  # every None above noted a problem
+    for candidate in candidates:
+        if control == candidate:
+            warnings.append(f"the candidate is the control ({control}): an A/A run, it measures this rig's noise "
+                            f"and never promotes")
+    return BenchPlan(name=path.stem, path=path, text=text, description=str(description), control=control,
+                     candidates=candidates, order=order, workload=workload, gate=gate, warnings=tuple(warnings),
+                     quality=quality, requests=requests)
+
+
+def _candidates(check: _Checker, data: dict[str, Any]) -> tuple[str, ...] | None:
+    if "candidate" in data and "candidates" in data:
+        check.problem(("candidates",), "give candidate or candidates, not both")
+        return None
+    if "candidates" in data:
+        value = data["candidates"]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+            check.problem(("candidates",), "must be a list of profile names, e.g. [\"awq\", \"autoround\"]")
+            return None
+        if len(set(value)) != len(value):
+            check.problem(("candidates",), "names a profile twice")
+            return None
+        return tuple(value)
+    one = check.text(data, "candidate", ())
+    if "candidate" not in data:
+        check.problem((), "candidate = \"PROFILE\" (or candidates = [...]) is missing: a plan names what it tries")
+    return (one,) if one else None
+
+
+def _requests(check: _Checker, workload: Workload, plan: Path) -> tuple[tuple[TracedRequest, ...], list[str]]:
+    """The trace's or the dataset's requests, read now (before anything switches), the ones a bench
+    replays, at most max_requests; and what to say about them."""
+    source = workload.trace or workload.dataset or ""
+    path = Path(source).expanduser()
+    path = path if path.is_absolute() else plan.parent / path
+    try:
+        if workload.trace:
+            _, found = read_trace(path)
+        else:
+            found = read_dataset(path, workload.dataset_format or "jsonl")
+    except BadInputError as exc:
+        check.problem(("workload", "trace" if workload.trace else "dataset"), str(exc))
+        return (), []
+    said = []
+    replayed = [r for r in found if r.endpoint in REPLAYED]
+    if len(replayed) < len(found):
+        said.append(f"{path}: {len(found) - len(replayed)} request(s) to other endpoints are not replayed "
+                    f"(only {', '.join(REPLAYED)})")
+    if workload.requests is not None:
+        replayed = replayed[:workload.requests]
+    if not replayed:
+        check.problem(("workload", "trace" if workload.trace else "dataset"), f"{path}: no request to replay")
+    models = sorted({r.model for r in replayed if r.model})
+    if models:
+        said.append(f"the trace's requests name {', '.join(models[:3])}: each arm's served name is sent instead")
+    return tuple(replayed), said
+
+
+def _quality(check: _Checker, data: dict[str, Any]) -> Quality | None:
+    table = check.table(data, "quality")
+    if table is None:
+        return None
+    q = ("quality",)
+    check.unknown(table, QUALITY_KEYS, q)
+    command = table.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
+        check.problem((*q, "command"), 'must be a command as a list of strings, e.g. ["./my-eval.sh"] (never a shell '
+                                       'string)')
+        return None
+    timeout = check.real(table, "timeout_s", q, 600.0)
+    return Quality(tuple(command), timeout or 600.0)
+
+
+def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
+    table = check.table(data, "workload")
+    if table is None:
+        if "workload" not in data:
+            check.problem((), "[workload] is missing: kind = one of " + ", ".join(KINDS))
+        return None
+    w = ("workload",)
+    check.unknown(table, WORKLOAD_KEYS, w)
+    trace = check.text(table, "trace", w)
+    dataset = check.text(table, "dataset", w)
+    dataset_format = check.text(table, "format", w, default="jsonl" if dataset else None, choices=DATASET_FORMATS)
+    if trace and dataset:
+        check.problem((*w, "dataset"), "give trace or dataset, not both")
+    if "format" in table and not dataset:
+        check.problem((*w, "format"), "format is for dataset = ...")
+    owners = trace or dataset
+    if owners and "kind" in table:
+        check.problem((*w, "kind"), "a trace or a dataset is the workload: kind is for the built-in ones")
+    kind_name = "trace" if trace else "dataset" if dataset else check.text(table, "kind", w, choices=tuple(KINDS))
+    if "kind" not in table and not owners:
+        check.problem(w, "kind is missing: one of " + ", ".join(KINDS) + " (or trace = / dataset = your own)")
+    kind = KINDS.get(kind_name or "", KINDS["chat-short"])
+    concurrency = check.whole(table, "concurrency", w, 4, 1)
+    if "requests" in table and "max_requests" in table:
+        check.problem((*w, "max_requests"), "give requests or max_requests, not both")
+    requests = check.whole(table, "max_requests" if "max_requests" in table else "requests", w, None, 1)
+    duration = check.real(table, "duration_s", w, None)
+    if requests is not None and duration is not None:
+        check.problem((*w, "duration_s"), "give requests or duration_s, not both")
+    if requests is None and duration is None and "requests" not in table and "duration_s" not in table \
+            and not owners:
+        requests = max(16, 4 * (concurrency or 4))
+    arrival = check.text(table, "arrival", w, default="recorded" if trace else "burst", choices=ARRIVALS)
+    if arrival == "recorded" and not trace:
+        check.problem((*w, "arrival"), "arrival = \"recorded\" replays a trace's own times: it needs trace = ...")
+    speed = check.real(table, "speed", w, 1.0)
+    if "speed" in table and arrival != "recorded":
+        check.problem((*w, "speed"), "speed compresses recorded arrivals: it is for arrival = \"recorded\"")
+    interval = check.real(table, "interval_s", w, None)
+    rate = check.real(table, "rate_per_s", w, None)
+    if arrival == "interval" and interval is None and "interval_s" not in table:
+        check.problem((*w, "arrival"), "arrival = \"interval\" needs interval_s (seconds between requests)")
+    if arrival == "poisson" and rate is None and "rate_per_s" not in table:
+        check.problem((*w, "arrival"), "arrival = \"poisson\" needs rate_per_s (mean requests per second)")
+    for key, wanted in (("interval_s", "interval"), ("rate_per_s", "poisson")):
+        if key in table and arrival and arrival != wanted:
+            check.problem((*w, key), f"{key} is for arrival = \"{wanted}\"; this plan's arrival is {arrival!r}")
+    prompt = check.whole(table, "prompt_tokens", w, kind.prompt_tokens, 1)
+    shared = check.whole(table, "shared_prefix_tokens", w, kind.shared_prefix_tokens, 0)
+    if prompt is not None and shared is not None and shared >= prompt:
+        check.problem((*w, "shared_prefix_tokens"), f"must be below prompt_tokens ({prompt}): every request needs "
+                                                   f"a tail of its own")
+    max_tokens = check.whole(table, "max_tokens", w, kind.max_tokens, 1)
+    seed = check.whole(table, "seed", w, 1, 0)
+    warmup = check.whole(table, "warmup_requests", w, concurrency or 4, 0)
+    temperature = check.real(table, "temperature", w, 0.0, above=False)
+    ignore_eos = table.get("ignore_eos", True)
+    if not isinstance(ignore_eos, bool):
+        check.problem((*w, "ignore_eos"), f"must be true or false, not {ignore_eos!r}")
+    timeout = check.real(table, "timeout_s", w, 600.0)
+    values = (kind_name, concurrency, arrival, prompt, shared, max_tokens, seed, warmup, temperature, timeout, speed)
+    if any(v is None for v in values) or (requests is None and duration is None and not owners):
+        return None
+    return Workload(kind=kind_name or "", concurrency=concurrency or 1, requests=requests, duration_s=duration,
+                    arrival=arrival or "burst", interval_s=interval, rate_per_s=rate, prompt_tokens=prompt or 1,
+                    max_tokens=max_tokens or 1, shared_prefix_tokens=shared or 0, seed=seed or 0,
+                    warmup_requests=warmup or 0, temperature=temperature or 0.0, ignore_eos=bool(ignore_eos),
+                    timeout_s=timeout or 600.0, trace=trace, dataset=dataset,
+                    dataset_format=dataset_format if dataset else None, speed=speed or 1.0)
+
+
+def _metric(check: _Checker, table: dict[str, Any], where: tuple[str, ...]) -> str | None:
+    name = table.get("metric")
+    if name is None:
+        check.problem(where, "metric is missing: one of " + ", ".join(METRICS))
+        return None
+    if not isinstance(name, str) or name not in METRICS:
+        close = difflib.get_close_matches(str(name), tuple(METRICS), n=1)
+        check.problem((*where, "metric"), f"unknown metric {name!r}" + (f"; did you mean {close[0]!r}?" if close
+                                                                      else f" (known: {', '.join(METRICS)})"))
+        return None
+    return name
+
+
+def _gate(check: _Checker, data: dict[str, Any]) -> Gate | None:
+    table = check.table(data, "gate")
+    if table is None:
+        if "gate" not in data:
+            check.problem((), "[gate] is missing: write the criterion before the run (metric, min_change)")
+        return None
+    g = ("gate",)
+    check.unknown(table, GATE_KEYS, g)
+    metric = _metric(check, table, g)
+    natural = METRICS[metric].better if metric else None
+    direction = check.text(table, "direction", g, default=natural, choices=("higher", "lower"))
+    if metric and direction and direction != natural:
+        check.problem((*g, "direction"), f"{metric} is better {natural}; direction = {direction!r} would promote a "
+                                         f"worse candidate")
+        direction = None
+    min_change = check.real(table, "min_change", g, None, maximum=10.0)
+    if "min_change" not in table:
+        check.problem(g, "min_change is missing: the smallest relative gain that counts (0.05 = 5%), written "
+                         "before the run")
+    guards = []
+    raw_guards = table.get("guard", [])
+    if isinstance(raw_guards, dict):
+        raw_guards = [raw_guards]
+    if not isinstance(raw_guards, list):
+        check.problem((*g, "guard"), "must be [[gate.guard]] tables")
+        raw_guards = []
+    for index, guard in enumerate(raw_guards):
+        where = (*g, "guard", str(index))
+        if not isinstance(guard, dict):
+            check.problem(where, f"must be a table, not {guard!r}")
+            continue
+        check.unknown(guard, GUARD_KEYS, where)
+        guard_metric = _metric(check, guard, where)
+        limit = check.real(guard, "max_regression", where, None, above=False)
+        if "max_regression" not in guard:
+            check.problem(where, "max_regression is missing (0.05 = at most 5% worse than the controls)")
+        if guard_metric and limit is not None:
+            guards.append(Guard(guard_metric, limit))
+    min_requests = check.whole(table, "min_requests", g, MIN_REQUESTS, 1)
+    if metric is None or direction is None or min_change is None or min_requests is None:
+        return None
+    return Gate(metric, direction, min_change, tuple(guards), min_requests)
