@@ -15,6 +15,7 @@ an app sent stays with the app.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,19 +95,23 @@ def _entry(data: Any, where: str) -> TracedRequest:
                          count("completion_tokens"), count("chunks"), str(data.get("error") or "")[:300])
 
 
-def read_trace(path: Path) -> tuple[dict[str, Any], list[TracedRequest]]:
-    """(its header, its requests in arrival order); BadInputError naming file:line."""
-    text = read_input_text(path, TRACE_LIMIT, "trace")
-    lines = text.splitlines()
-    head: dict[str, Any] = {}
-    out = []
-    for number, line in enumerate(lines, start=1):
+def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line; BadInputError naming file:line for one that is not JSON."""
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            data = loads_strict(line)
+            yield number, loads_strict(line)
         except (ValueError, RecursionError) as exc:
             raise BadInputError(f"{path}:{number}: not JSON ({str(exc)[:80]})") from None
+
+
+def read_trace(path: Path) -> tuple[dict[str, Any], list[TracedRequest]]:
+    """(its header, its requests in arrival order); BadInputError naming file:line."""
+    text = read_input_text(path, TRACE_LIMIT, "trace")
+    head: dict[str, Any] = {}
+    out = []
+    for number, data in _json_lines(path, text):
         if number == 1 and isinstance(data, dict) and "rigctl_trace" in data:
             if data["rigctl_trace"] != TRACE_VERSION:
                 raise BadInputError(f"{path}: a trace of version {str(data['rigctl_trace'])[:10]}; this rigctl reads "
@@ -144,13 +149,7 @@ def read_dataset(path: Path, kind: str) -> list[TracedRequest]:
             tokens = max(1, len(answer["value"]) // CHARS_PER_TOKEN)
             out.append(TracedRequest(0.0, "/v1/completions", {"prompt": ask["value"], "max_tokens": tokens}))
         return out
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = loads_strict(line)
-        except (ValueError, RecursionError) as exc:
-            raise BadInputError(f"{path}:{number}: not JSON ({str(exc)[:80]})") from None
+    for number, data in _json_lines(path, text):
         prompt = data.get("prompt") if isinstance(data, dict) else None
         if not isinstance(prompt, str):
             raise BadInputError(f"{path}:{number}: a line needs \"prompt\" (a string)")

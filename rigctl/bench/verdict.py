@@ -7,7 +7,8 @@ every reason named and the evidence weighed.
 - reject when the candidate's server died, its requests or quality command failed, its change is
   short of the gate, or a guard regressed past its limit (every one of them named);
 - promote otherwise, unless something says the gain cannot be trusted: an arm resting on fewer
-  than min_requests requests, a bootstrap interval of the gate metric wider (±) than min_change, a
+  than min_requests requests, a bootstrap interval of the gate metric wider (±) than min_change
+  (unless the change clears the gate by more than the interval), a
   change within the rig's measured boot-to-boot noise (`rigctl bench calibrate`), a warm cache,
   or an A/A run (the candidate changes nothing). Then it is inconclusive, saying which.
 """
@@ -147,22 +148,10 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None,
     change: float | None = None
     if len(all_controls) < 2 or not candidates:
         hard.append("a verdict needs two control arms around the candidate; the run stopped short")
-    for arm in controls:
-        if arm.died:
-            hard.append(f"control arm {arm.number} ({arm.profile}): {arm.died}")
-        elif arm.failed:
-            hard.append(f"control arm {arm.number} ({arm.profile}): {arm.failed} of {arm.requests} requests failed "
-                        f"({arm.first_error})")
-        if arm.quality_error:
-            hard.append(f"control arm {arm.number} ({arm.profile}): {arm.quality_error}")
+    for arm in controls:  # a control that failed voids the comparison; a candidate that failed loses it
+        hard += _failures(arm, "control")
     for arm in candidates:
-        if arm.died:
-            rejects.append(f"candidate arm {arm.number} ({arm.profile}): {arm.died}")
-        elif arm.failed:
-            rejects.append(f"candidate arm {arm.number} ({arm.profile}): {arm.failed} of {arm.requests} requests "
-                           f"failed ({arm.first_error})")
-        if arm.quality_error:
-            rejects.append(f"candidate arm {arm.number} ({arm.profile}): {arm.quality_error}")
+        rejects += _failures(arm, "candidate")
     for arm in c_missing + b_missing:
         if not arm.died:
             hard.append(f"{gate.metric} was not measured in arm {arm.number} ({arm.profile})")
@@ -192,8 +181,10 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None,
                           f"min_requests {gate.min_requests}")
         width = relative_width(arm.intervals.get(gate.metric), arm.metrics.get(gate.metric))
         # the arm's own uncertainty (the interval's half-width, its ±) larger than the change the
-        # gate asks for: the run cannot resolve a change that size
-        if width is not None and width / 2 > gate.min_change:
+        # gate asks for, unless the change clears the gate by more than that uncertainty too (a
+        # +240% change measured ±34% is told; a +35% one is not)
+        clear = change is not None and abs(change) - (width or 0.0) / 2 >= gate.min_change
+        if width is not None and width / 2 > gate.min_change and not clear:
             doubts.append(f"arm {arm.number} ({arm.profile}): the 95% interval of {gate.metric} is "
                           f"±{width * 50:.1f}%, wider than the gate's {gate.min_change * 100:.1f}%")
     if noise is not None and change is not None and abs(change) <= noise:
@@ -224,6 +215,19 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None,
                                     + (", guards held" if guards else "")]
     return Verdict(kind, reasons[0], control_mean, candidate_mean, change, spread, guards, tuple(notes),
                    tuple(reasons), name, own, tuple(evidence))
+
+
+def _failures(arm: ArmOutcome, role: str) -> list[str]:
+    """What went wrong in an arm: its server died or requests failed, and its quality command."""
+    out = []
+    if arm.died:
+        out.append(f"{role} arm {arm.number} ({arm.profile}): {arm.died}")
+    elif arm.failed:
+        out.append(f"{role} arm {arm.number} ({arm.profile}): {arm.failed} of {arm.requests} requests failed "
+                   f"({arm.first_error})")
+    if arm.quality_error:
+        out.append(f"{role} arm {arm.number} ({arm.profile}): {arm.quality_error}")
+    return out
 
 
 def _state(arm: ArmOutcome) -> str:

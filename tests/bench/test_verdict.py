@@ -174,13 +174,17 @@ def test_too_few_requests_or_a_wide_interval_cannot_promote() -> None:
     verdict = decide(GATE, few)
     assert verdict.verdict == "inconclusive" and verdict.change == pytest.approx(0.5)
     assert "arm 1 (ctl) rests on 8 request(s), fewer than min_requests 20" in verdict.reason
-    wide = [ArmOutcome(n, r, "ctl" if r == "control" else "cand", {"output_tok_per_s": v}, True, 48, 0,
-                       intervals={"output_tok_per_s": (v * 0.9, v * 1.1)})
-            for n, r, v in ((1, "control", 200.0), (2, "candidate", 300.0), (3, "control", 200.0))]
-    verdict = decide(GATE, wide)
+    def wide(candidate: float) -> list[ArmOutcome]:
+        return [ArmOutcome(n, r, "ctl" if r == "control" else "cand", {"output_tok_per_s": v}, True, 48, 0,
+                           intervals={"output_tok_per_s": (v * 0.9, v * 1.1)})
+                for n, r, v in ((1, "control", 200.0), (2, "candidate", candidate), (3, "control", 200.0))]
+
+    verdict = decide(GATE, wide(212.0))  # +6% against a 5% gate, each figure known to ±10%
     assert verdict.verdict == "inconclusive"
     assert "the 95% interval of output_tok_per_s is ±10.0%, wider than the gate's 5.0%" in verdict.reason
     assert len(verdict.evidence) == 3 and "48 request(s)" in verdict.evidence[0]
+    # +50% clears the gate by more than the ±10%: the width cannot hide it
+    assert decide(GATE, wide(300.0)).verdict == "promote"
 
 
 def test_an_aa_run_and_a_change_within_the_noise_never_promote() -> None:

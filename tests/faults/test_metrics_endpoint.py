@@ -4,8 +4,6 @@ empty answer with every figure n/a."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.faults.rig import Rig
@@ -14,11 +12,11 @@ from tests.support.bad_servers import bad_server
 
 def test_a_trickling_server_cannot_hold_metrics_past_its_deadline(rig: Rig) -> None:
     with bad_server("trickle") as server:
-        started = time.monotonic()
+        # the answer would take 17 minutes at a byte a second: rigctl ending at all (inside the
+        # harness's 60 s) with the deadline's words shows the 5 s covers the whole answer, with no
+        # bound on how fast a loaded machine runs it
         done = rig.rigctl("metrics", "--url", server.url, timeout=60)
-        took = time.monotonic() - started
     assert done.returncode == 1
-    assert took < 12  # the 5 s deadline covers the whole answer, not each byte
     assert done.stderr.strip() == f"rigctl: cannot read {server.url}/metrics: timed out: no complete answer within 5 s"
 
 
