@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import shlex
-import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,7 @@ from rigctl import paths
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.toml_lines import key_lines, line_of
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from rigctl.tomlread import tomllib
 
 LAUNCHERS = ("process", "systemd", "docker")
 

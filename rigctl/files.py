@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import IO
 
 from rigctl.errors import BadInputError, UnsafePath
+from rigctl.units import MIB
 
-MIB = 1024 * 1024
 _NONBLOCK = os.O_NONBLOCK | os.O_CLOEXEC  # no effect on a regular file; a FIFO cannot hang the open
 
 

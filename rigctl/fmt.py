@@ -10,8 +10,8 @@ import math
 from collections.abc import Sequence
 from typing import TypeGuard
 
-GIB = 1024**3
-MIB = 1024**2
+from rigctl.units import GIB, MIB
+
 NA = "n/a"
 
 

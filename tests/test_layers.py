@@ -11,6 +11,7 @@ SIM_MAY_IMPORT = {
     "rigctl.profiles.options",  # vLLM's option tables: the simulator parses flags as vLLM does
     "rigctl.paths", "rigctl.errors", "rigctl.atomic", "rigctl.proc",
     "rigctl.files",  # its own files opened as rigctl opens its own (never through a link)
+    "rigctl.units", "rigctl.tomlread",  # MiB and GiB; TOML's reader on Python 3.10 too
 }
 
 

@@ -5,7 +5,6 @@ the line and the key of each mistake, all of them at once."""
 from __future__ import annotations
 
 import difflib
-import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,7 @@ from rigctl.bench.trace import REPLAYED, TracedRequest, read_dataset, read_trace
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.toml_lines import key_lines, line_of
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from rigctl.tomlread import tomllib
 
 
 def plans_dir() -> Path:

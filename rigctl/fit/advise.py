@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigctl.fit.budget import GIB, WorkerBudget, default_max_num_seqs, worker_budget
+from rigctl.fit.budget import WorkerBudget, default_max_num_seqs, worker_budget
 from rigctl.fit.kvpool import Pool, logged_range, pool, pool_shape
 from rigctl.fit.model import ModelDims
 from rigctl.fit.weights import Weights
+from rigctl.units import GIB
 
 TIERS = (1, 2, 4)
 

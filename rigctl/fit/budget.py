@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GIB = 1024**3
+from rigctl.units import GIB
+
 BIG_GPU = 70 * GIB  # vLLM picks larger scheduler defaults on cards at least this big
 DEFAULT_GMU = 0.92  # vLLM's default gpu_memory_utilization, 0.20.1 to 0.33.0
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigctl.fit.advise import FitInputs
-from rigctl.fit.budget import DEFAULT_GMU, GIB
+from rigctl.fit.budget import DEFAULT_GMU
 from rigctl.fit.inputs import LaunchOptions
 from rigctl.fit.model import ModelDims
 from rigctl.fit.weights import Weights, estimate, from_checkpoint, quant_family
+from rigctl.units import GIB
 
 
 def weights_for(dims: ModelDims, options: LaunchOptions, model_dir: Path | None,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from rigctl.fit.budget import GIB
+from rigctl.units import GIB
 
 
 class BootRecord(Protocol):

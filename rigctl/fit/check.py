@@ -13,7 +13,6 @@ from pathlib import Path
 
 from rigctl.errors import BadInputError
 from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
-from rigctl.fit.budget import GIB
 from rigctl.fit.build import inputs_for, weights_for
 from rigctl.fit.inputs import LaunchOptions, find_model_dir, local_model_problem, options_from_launch, shipped_config
 from rigctl.fit.model import load_dims
@@ -22,6 +21,7 @@ from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.units import GIB
 
 MARGIN = 0.15
 

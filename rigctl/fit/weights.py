@@ -23,7 +23,6 @@ SAFETENSORS_BYTES = {"F64": 8, "I64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2,
 # Bytes per parameter of the quantised linear layers (scales and zeros included); embeddings and
 # the LM head stay at the model dtype in these checkpoints.
 LINEAR_BYTES = {"int4": 0.50, "w4a8": 0.62, "fp4": 0.56, "fp8": 1.02, "int8": 1.02, "bf16": 2.0}
-GIB = 1024**3
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from rigctl.gpu.model import (
     Topology,
 )
 from rigctl.gpu.nvml_codes import BENIGN_THROTTLE
+from rigctl.units import MIB
 
 # Usable bandwidth per lane and direction, GB/s (after encoding overhead).
 _LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
-MIB = 1024 * 1024
 
 
 def link_bandwidth(gen: int | None, width: int | None) -> float | None:

@@ -7,7 +7,6 @@ Shipped profiles are never edited in place.
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +22,7 @@ from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.redact import is_secret_env, is_secret_option
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from rigctl.tomlread import tomllib
 
 TABLES = ("vllm", "env", "rigctl")
 SCALARS = ("description", "model", "notes", "extends")

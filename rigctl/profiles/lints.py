@@ -14,8 +14,7 @@ from rigctl.gpu.topology import build_topology
 from rigctl.profiles.options import MTP_ALIASES, parse_human_int
 from rigctl.profiles.schema import Diagnostic, Profile
 from rigctl.profiles.settings import Setting
-
-GIB = 1024**3
+from rigctl.units import GIB
 
 
 def _value(settings: dict[str, Setting], dest: str, default: Any = None) -> Any:

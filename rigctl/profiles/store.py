@@ -8,7 +8,6 @@ the same name (that is how a shipped base is customised).
 from __future__ import annotations
 
 import difflib
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,11 +26,7 @@ from rigctl.profiles.schema import (
     ProfileError,
 )
 from rigctl.toml_lines import key_lines
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from rigctl.tomlread import tomllib
 
 
 def shipped_dir() -> Path:

@@ -20,8 +20,8 @@ from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import discover
 from rigctl.serve.statefiles import ServerRecord
 from rigctl.serve.steps import ServeContext
+from rigctl.units import GIB
 
-GIB = 1024**3
 DEFAULT_GMU = 0.92  # vLLM's default gpu_memory_utilization (0.32 and 0.33)
 
 

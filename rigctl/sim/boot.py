@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from rigctl.sim.memory import GIB, EngineConfig, MemoryPlan
+from rigctl.sim.memory import EngineConfig, MemoryPlan
 from rigctl.sim.models import ModelSpec
+from rigctl.units import GIB
 
 VERSION = "0.33.0"  # the vLLM the simulator is, unless started with --as-version
 LOGO = ("", "       █     █     █▄   ▄█", " ▄▄ ▄█ █     █     █ ▀▄▀ █  version {version}",

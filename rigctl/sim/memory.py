@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigctl.sim.models import ModelSpec, quant_family
+from rigctl.units import GIB, MIB
 
-GIB = 1024**3
-MIB = 1024**2
 SAFETY = 150 * MIB
 BIG_GPU = 70 * GIB  # vLLM picks larger scheduler defaults on cards at least this big
 

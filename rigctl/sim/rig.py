@@ -17,7 +17,8 @@ from pathlib import Path
 
 from rigctl.gpu.model import GpuProcess, GpuSample, RigInfo
 from rigctl.sim.claims import ClaimedProcess, ClaimsReader
-from rigctl.sim.rigspec import MIB, GpuSpec, RigSpec
+from rigctl.sim.rigspec import GpuSpec, RigSpec
+from rigctl.units import MIB
 
 AMBIENT_C = 29.0
 DRIVER_RESERVED = 333 * MIB  # what NVML v2 reports as reserved on a 24 GB GeForce card

@@ -6,7 +6,6 @@ and the test suite's fake NVML library describes the same rig to the real NVML b
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,13 +14,8 @@ from typing import Any
 from rigctl.errors import BadInputError
 from rigctl.gpu.model import Gpu, NvLink, P2PCap, P2PStatus, RigInfo, normalise_bus_id
 from rigctl.gpu.nvml_codes import board_pcie_width
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-MIB = 1024 * 1024
+from rigctl.tomlread import tomllib
+from rigctl.units import MIB
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from rigctl.sim.claims import write_claim
-from rigctl.sim.rigspec import MIB
+from rigctl.units import MIB
 from tests.faults.rig import SERVED, Rig
 
 

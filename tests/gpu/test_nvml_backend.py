@@ -13,7 +13,8 @@ from rigctl.errors import NoDriverError
 from rigctl.gpu.model import P2PCap, P2PStatus
 from rigctl.gpu.nvml import NvmlBackend, mask_to_ranges
 from rigctl.gpu.sampler import RigSampler
-from rigctl.sim.rigspec import MIB, load_rig
+from rigctl.sim.rigspec import load_rig
+from rigctl.units import MIB
 from tests.support.fake_nvml import GPU_IS_LOST, FakeNvmlLib, installed
 
 

@@ -13,7 +13,8 @@ from rigctl.errors import BadInputError
 from rigctl.gpu.sampler import RigSampler
 from rigctl.sim.claims import ClaimsReader, read_claims, remove_claim, write_claim
 from rigctl.sim.rig import SimulatedBackend
-from rigctl.sim.rigspec import MIB, load_rig, rig_names
+from rigctl.sim.rigspec import load_rig, rig_names
+from rigctl.units import MIB
 
 
 class Clock:

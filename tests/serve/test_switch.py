@@ -21,7 +21,7 @@ from rigctl.serve import switch as transaction
 from rigctl.serve.lock import RigBusyError
 from rigctl.serve.statefiles import read_record, read_state
 from rigctl.sim.claims import default_claims_dir, write_claim
-from rigctl.sim.rigspec import MIB
+from rigctl.units import MIB
 from tests.support.serving import UNPREDICTED_MODEL, add_profile
 
 

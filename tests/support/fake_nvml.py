@@ -26,7 +26,8 @@ from rigctl.gpu.nvml_codes import (
     P2P_CODE_BY_STATUS,
     TOPOLOGY_LEVELS,
 )
-from rigctl.sim.rigspec import MIB, GpuSpec, RigSpec
+from rigctl.sim.rigspec import GpuSpec, RigSpec
+from rigctl.units import MIB
 
 SUCCESS = pynvml.NVML_SUCCESS
 NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED

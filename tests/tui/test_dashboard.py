@@ -12,10 +12,11 @@ from rigctl.gpu.nvml import NvmlBackend
 from rigctl.gpu.sampler import RigSampler
 from rigctl.sim.claims import write_claim
 from rigctl.sim.rig import SimulatedBackend
-from rigctl.sim.rigspec import MIB, load_rig
+from rigctl.sim.rigspec import load_rig
 from rigctl.tui.app import make_app
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.topology_panel import TopologyPanel
+from rigctl.units import MIB
 from tests.support.fake_nvml import FakeNvmlLib, installed
 from tests.tui.helpers import poll
 
