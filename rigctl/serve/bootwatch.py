@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from rigctl.engine.bootlog import BootLogReader, BootReport, Failure
 from rigctl.engine.client import EngineClient
@@ -24,9 +25,14 @@ from rigctl.serve.verify import Verification
 ERROR_GRACE = 10.0  # seconds a process may keep running after logging a fatal error
 
 
+# what a switch says as it goes: a step of it, a boot phase, a log line, the command it runs, a
+# warning, the failure, and how it ended
+EventKind = Literal["step", "phase", "line", "command", "warning", "failure", "outcome"]
+
+
 @dataclass(frozen=True)
 class Event:
-    kind: str  # step | phase | line | warning | failure | outcome
+    kind: EventKind
     text: str
     profile: str | None = None
     seconds: float | None = None

@@ -31,7 +31,7 @@ from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import boots
-from rigctl.serve.bootwatch import BootResult, Event, not_started, watch_boot
+from rigctl.serve.bootwatch import BootResult, Event, EventKind, not_started, watch_boot
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
 from rigctl.serve.verify import VerifySpec, not_verified, run_verify, spec_for
@@ -69,7 +69,7 @@ class ServeContext:
     on_event: Callable[[Event], None] = field(default=lambda event: None)
     interrupt: Interrupt = field(default_factory=Interrupt)
 
-    def say(self, kind: str, text: str, profile: str | None = None) -> None:
+    def say(self, kind: EventKind, text: str, profile: str | None = None) -> None:
         self.on_event(Event(kind, text, profile))
 
 

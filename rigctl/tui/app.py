@@ -324,7 +324,7 @@ class RigApp(App[None]):
 
     def on_switch_finished(self, message: SwitchFinished) -> None:
         outcome = message.outcome
-        status = getattr(outcome, "status", "")
+        status = outcome.status if outcome is not None else ""
         ok = outcome is not None and status in ("switched", "stopped")
         text = message.error or (outcome.message if outcome else "")
         title = {"switched": "switch", "stopped": "stop", "rolled_back": "rolled back"}.get(status, "failed")
