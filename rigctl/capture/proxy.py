@@ -69,6 +69,7 @@ class CaptureProxy:
         self.max_requests = max_requests
         self.on_exchange = on_exchange
         self.counts = CaptureCounts()
+        self.trouble = ""  # why the capture had to stop ("" when it did not)
         self.started = time.monotonic()
         self.stop = asyncio.Event()  # stop taking requests; answers in flight may end
         self._handlers: set[asyncio.Task[None]] = set()  # a task per app connection
@@ -228,7 +229,15 @@ class CaptureProxy:
             entry["chunks"] = answer.chunks
         if error:
             entry["error"] = error[:300]
-        self.trace.write(entry)
+        try:
+            self.trace.write(entry)
+        except OSError as exc:  # a full disk, a trace removed under it: stop, saying what was kept
+            if not self.trouble:
+                self.trouble = (f"{self.trace.path}: the trace cannot be written ({exc.strerror or exc}); the "
+                                f"capture stopped with {self.counts.traced} request(s) kept, the last one's "
+                                f"answer passed on but not kept")
+            self.stop.set()
+            return
         self.counts.traced += 1
         self.counts.streamed += streaming
         self.counts.failed += bool(error)

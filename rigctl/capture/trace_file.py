@@ -44,6 +44,8 @@ class TraceFile:
     def close(self) -> None:
         with self._lock:
             if self._fd >= 0:
-                os.fsync(self._fd)
-                os.close(self._fd)
-                self._fd = -1
+                fd, self._fd = self._fd, -1
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)

@@ -68,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise RigctlError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     finally:
-        trace.close()
+        try:
+            trace.close()
+        except OSError as exc:
+            proxy.trouble = proxy.trouble or f"{args.out}: the trace could not be flushed ({exc.strerror or exc})"
     tail = ", ".join(part for part in (
         f"{counts.streamed} streamed" if counts.streamed else "",
         f"{counts.failed} failed upstream (kept, marked)" if counts.failed else "",
@@ -76,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
         f"{counts.passed} passed through untraced" if counts.passed else "") if part)
     print(f"captured {counts.traced} request{'s' if counts.traced != 1 else ''}"
           f"{f' ({tail})' if tail else ''} in {seconds(time.monotonic() - began)} to {args.out}", file=sys.stderr)
+    if proxy.trouble:
+        print(f"rigctl: {proxy.trouble}", file=sys.stderr)
+        return 1
     return 0
 
 
