@@ -202,7 +202,7 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None,
         doubts.append(f"{named}: a warm cache cannot promote")
     notes = _notes(gate, all_controls, arms, spread, noise, candidates)
     if hard:
-        kind, reasons = "inconclusive", hard + rejects
+        kind, reasons = "inconclusive", hard + rejects + doubts  # every check that failed, named
     elif rejects:
         kind, reasons = "reject", rejects
     elif doubts:

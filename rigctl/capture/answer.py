@@ -24,15 +24,17 @@ class AnswerReader:
         self.error = ""
         self.unread = False  # too large (or compressed) to read: passed on, not understood
         self._buffer = b""
+        self._body = bytearray()  # a JSON answer, gathered without copying it at every chunk
 
     def feed(self, data: bytes) -> None:
         if self.unread:
             return
-        self._buffer += data
         if not self.streaming:
-            if len(self._buffer) > BODY_LIMIT:
-                self.unread, self._buffer = True, b""
+            self._body += data
+            if len(self._body) > BODY_LIMIT:
+                self.unread, self._body = True, bytearray()
             return
+        self._buffer += data
         while True:
             cut = _event_end(self._buffer)
             if cut is None:
@@ -51,13 +53,13 @@ class AnswerReader:
                 self._event(self._buffer)
         else:
             try:
-                data = json.loads(self._buffer)
+                data = json.loads(self._body)
             except ValueError:
                 data = None
             if isinstance(data, dict):
                 self._read(data)
                 self.chunks = 1 if data.get("choices") else 0
-        self._buffer = b""
+        self._buffer, self._body = b"", bytearray()
 
     def _event(self, event: bytes) -> None:
         payload = b"".join(line[5:].strip() for line in event.splitlines() if line.startswith(b"data:"))

@@ -108,7 +108,8 @@ def test_the_warm_arms_named_are_the_ones_that_were_warm() -> None:
     arms[1] = arm(2, "candidate", cold=None, output_tok_per_s=300.0)
     verdict = decide(GATE, arms)
     assert verdict.verdict == "inconclusive"
-    assert verdict.reasons == ("control arm 1 (ctl) ran on a warm prefix cache: its figures are inflated",)
+    assert verdict.reasons == ("control arm 1 (ctl) ran on a warm prefix cache: its figures are inflated",
+                               "candidate arm 2 (cand) could not be proven cold: a warm cache cannot promote")
 
 
 def test_a_server_that_died_is_the_reason() -> None:

@@ -78,7 +78,8 @@ min_change = 0.30
     done = real.rigctl("bench", str(plan), "--json", timeout=900)
     data = json.loads(done.stdout)
     assert done.returncode in (5, 6) and data["verdict"] != "promote", done.stderr + done.stdout
-    assert any("A/A run" in r for r in data["candidates"][0]["reasons"]) or data["verdict"] == "reject", data
+    if data["verdict"] == "inconclusive":  # the A/A is named among the reasons, whatever else failed
+        assert any("A/A run" in r for r in data["candidates"][0]["reasons"]), data["reasons"]
     raw = Path(data["raw_dir"])
     for arm in data["arms"]:
         stem = f"arm-{arm['number']}-{arm['role']}"
