@@ -41,8 +41,10 @@ def paced(pace_ms: float) -> str:
     """The server, sleeping pace_ms between tokens when asked (an engine's decode pace)."""
     if pace_ms <= 0:
         return SERVER
-    return SERVER.replace("await writer.drain()  # one write per token",
-                          f"await asyncio.sleep({pace_ms / 1000!r}); await writer.drain()  # one write per token")
+    return SERVER.replace(
+        "await writer.drain()  # one write per token",
+        f"await asyncio.sleep({pace_ms / 1000!r}); await writer.drain()  # one write per token",
+    )
 
 
 def send(url: str, requests: int, tokens: int, concurrency: int) -> list[RequestResult]:
@@ -77,9 +79,22 @@ def main() -> None:
     port = int(server.stdout.readline())
     with tempfile.TemporaryDirectory() as tmp:
         capture = subprocess.Popen(
-            [sys.executable, "-m", "rigctl", "capture", "--to", f"http://127.0.0.1:{port}", "--listen",
-             "127.0.0.1:0", "--out", str(Path(tmp) / "trace.jsonl")],
-            stderr=subprocess.PIPE, text=True, env={**os.environ, "RIGCTL_STATE_DIR": tmp, "RIGCTL_CONFIG_DIR": tmp})
+            [
+                sys.executable,
+                "-m",
+                "rigctl",
+                "capture",
+                "--to",
+                f"http://127.0.0.1:{port}",
+                "--listen",
+                "127.0.0.1:0",
+                "--out",
+                str(Path(tmp) / "trace.jsonl"),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "RIGCTL_STATE_DIR": tmp, "RIGCTL_CONFIG_DIR": tmp},
+        )
         assert capture.stderr is not None
         proxy_port = int(re.search(r"http://127\.0\.0\.1:(\d+)", capture.stderr.readline()).group(1))  # type: ignore[union-attr]
         direct_url, proxied_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{proxy_port}"
@@ -97,20 +112,23 @@ def main() -> None:
             tokens = sum(r.output_tokens or 0 for r in proxied) / 1000
             for name, q in (("50", 0.50), ("99", 0.99)):
                 rows["ttft" + name].append(pct([r.ttft or 0 for r in proxied], q) - pct([r.ttft or 0 for r in direct], q))
-                rows["e2e" + name].append(pct([r.latency or 0 for r in proxied], q)
-                                          - pct([r.latency or 0 for r in direct], q))
+                rows["e2e" + name].append(pct([r.latency or 0 for r in proxied], q) - pct([r.latency or 0 for r in direct], q))
             rows["proxy"].append(proxy_cpu * 1000 / tokens)
             rows["server"].append(server_direct * 1000 / tokens)
         capture.send_signal(signal.SIGINT)
         capture.wait(30)
     server.terminate()
     med = {k: statistics.median(v) for k, v in rows.items()}
-    print(f"{args.requests} requests x {args.tokens} tokens at concurrency {args.concurrency}, "
-          f"{args.rounds} rounds, server pace {args.pace_ms:g} ms/token (medians of the rounds)")
+    print(
+        f"{args.requests} requests x {args.tokens} tokens at concurrency {args.concurrency}, "
+        f"{args.rounds} rounds, server pace {args.pace_ms:g} ms/token (medians of the rounds)"
+    )
     print(f"  added ttft      p50 {med['ttft50'] * 1000:+.2f} ms   p99 {med['ttft99'] * 1000:+.2f} ms")
     print(f"  added e2e       p50 {med['e2e50'] * 1000:+.2f} ms   p99 {med['e2e99'] * 1000:+.2f} ms")
-    print(f"  proxy cpu       {med['proxy']:.1f} ms / 1k tokens   (the server's own: {med['server']:.1f} ms; "
-          f"ratio {med['proxy'] / med['server']:.2f}x)")
+    print(
+        f"  proxy cpu       {med['proxy']:.1f} ms / 1k tokens   (the server's own: {med['server']:.1f} ms; "
+        f"ratio {med['proxy'] / med['server']:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -35,31 +35,45 @@ def wall_ms(argv: list[str], env: dict[str, str], runs: int = 9) -> float:
 
 def main() -> None:
     from rigctl.fit.advise import FitInputs, layouts, recommend
-    from rigctl.fit.model import load_dims
-    from rigctl.fit.weights import estimate
+    from rigctl.vllm.model import load_dims
+    from rigctl.vllm.weights import estimate
 
-    config = ROOT / "rigctl/fit/configs/qwen3.6-27b.json"
+    config = ROOT / "rigctl/vllm/configs/qwen3.6-27b.json"
     with tempfile.TemporaryDirectory() as home:
         snapshot = Path(home) / "hub/models--Qwen--Qwen3.6-27B-AWQ/snapshots/x"
         snapshot.mkdir(parents=True)
         (snapshot / "config.json").write_text(config.read_text())
-        env = {**os.environ, "HF_HUB_CACHE": str(Path(home) / "hub"), "XDG_CONFIG_HOME": f"{home}/config",
-               "XDG_STATE_HOME": f"{home}/state", "XDG_CACHE_HOME": f"{home}/cache"}
+        env = {
+            **os.environ,
+            "HF_HUB_CACHE": str(Path(home) / "hub"),
+            "XDG_CONFIG_HOME": f"{home}/config",
+            "XDG_STATE_HOME": f"{home}/state",
+            "XDG_CACHE_HOME": f"{home}/cache",
+        }
         rigctl = [sys.executable, "-m", "rigctl"]
         bare = wall_ms([sys.executable, "-c", "pass"], env)
         fit = wall_ms([*rigctl, "fit", "qwen36-27b-4090-tp2-mtp", "--json", "--sim", "2x4090-pcie"], env)
         status = wall_ms([*rigctl, "status", "--json", "--sim", "2x4090-pcie"], env)
     dims = load_dims(config)
-    inputs = FitInputs(dims, estimate(dims, "int4"), (24 * 2**30, 24 * 2**30), max_model_len=32768, spec_tokens=3,
-                       kv_cache_dtype="fp8", max_num_seqs=8)
+    inputs = FitInputs(
+        dims,
+        estimate(dims, "int4"),
+        (24 * 2**30, 24 * 2**30),
+        max_model_len=32768,
+        spec_tokens=3,
+        kv_cache_dtype="fp8",
+        max_num_seqs=8,
+    )
     steps = []
     for _ in range(200):
         start = time.perf_counter()
         recommend(inputs, layouts(inputs))
         steps.append((time.perf_counter() - start) * 1e6)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"rigctl fit PROFILE --json: {fit:.0f} ms wall ({fit / bare:.1f}x a bare interpreter's {bare:.0f} ms; "
-          f"rigctl status --json: {status:.0f} ms)")
+    print(
+        f"rigctl fit PROFILE --json: {fit:.0f} ms wall ({fit / bare:.1f}x a bare interpreter's {bare:.0f} ms; "
+        f"rigctl status --json: {status:.0f} ms)"
+    )
     print(f"the advisor's step (3 layouts and the rule): {statistics.median(steps):.0f} us")
 
 

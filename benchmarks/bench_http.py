@@ -76,8 +76,10 @@ def main() -> None:
     library = scrape_us(lambda: theirs.get(url).content)
     bare = import_ms("sys")
     print(f"python {sys.version.split()[0]}, {len(BODY):,} byte /metrics, {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"scrape  rigctl's HttpGet: {lean:.0f} us CPU a GET; httpx.Client kept alive: {library:.0f} us; "
-          f"{library / lean:.1f}x; at one scrape a second the difference is {(library - lean) / 1e4:.3f}% of a core")
+    print(
+        f"scrape  rigctl's HttpGet: {lean:.0f} us CPU a GET; httpx.Client kept alive: {library:.0f} us; "
+        f"{library / lean:.1f}x; at one scrape a second the difference is {(library - lean) / 1e4:.3f}% of a core"
+    )
     for module in ("rigctl.engine.http_get", "httpx"):
         print(f"import  {module}: {import_ms(module) - bare:.0f} ms above a bare interpreter")
     server.shutdown()

@@ -79,8 +79,7 @@ asyncio.run(main())
 
 
 def body(tokens: int, index: int) -> dict[str, Any]:
-    return {"model": "m", "prompt": f"p{index}", "max_tokens": tokens, "stream": True,
-            "stream_options": {"include_usage": True}}
+    return {"model": "m", "prompt": f"p{index}", "max_tokens": tokens, "stream": True, "stream_options": {"include_usage": True}}
 
 
 def rigctl_client(port: int, requests: int, tokens: int, concurrency: int) -> int:
@@ -97,12 +96,12 @@ def aiohttp_client(port: int, requests: int, tokens: int, concurrency: int) -> i
         cap = asyncio.Semaphore(concurrency)
         connector = aiohttp.TCPConnector(limit=concurrency)
         async with aiohttp.ClientSession(connector=connector) as session:
+
             async def one(index: int) -> int:
                 async with cap:
                     sent = time.perf_counter()
                     last, gaps, count = sent, [], 0
-                    async with session.post(f"http://127.0.0.1:{port}/v1/completions",
-                                            json=body(tokens, index)) as response:
+                    async with session.post(f"http://127.0.0.1:{port}/v1/completions", json=body(tokens, index)) as response:
                         async for raw in response.content:
                             line = raw.strip()
                             if not line.startswith(b"data:") or line == b"data: [DONE]":
@@ -131,8 +130,10 @@ def floor_client(port: int, requests: int, tokens: int, concurrency: int) -> int
             seen = 0
             while not queue.empty():
                 data = json.dumps(body(tokens, queue.get_nowait())).encode()
-                writer.write(b"POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-                             b"content-length: %d\r\n\r\n%s" % (len(data), data))
+                writer.write(
+                    b"POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(data), data)
+                )
                 await reader.readuntil(b"\r\n\r\n")
                 while True:
                     size = int((await reader.readline()).strip(), 16)
@@ -156,10 +157,12 @@ CLIENTS = {"rigctl": rigctl_client, "aiohttp": aiohttp_client, "floor": floor_cl
 def measure(name: str, port: int, args: argparse.Namespace) -> tuple[float, float]:
     """(client CPU ms per 1,000 tokens, tokens per wall second) for one run in a fresh process,
     so one client's garbage and imports do not land on the next."""
-    code = (f"import sys, time; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
-            f"import bench_loadgen as b; c0, w0 = time.process_time(), time.perf_counter(); "
-            f"n = b.CLIENTS[{name!r}]({port}, {args.requests}, {args.tokens}, {args.concurrency}); "
-            f"print(n, time.process_time() - c0, time.perf_counter() - w0)")
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+        f"import bench_loadgen as b; c0, w0 = time.process_time(), time.perf_counter(); "
+        f"n = b.CLIENTS[{name!r}]({port}, {args.requests}, {args.tokens}, {args.concurrency}); "
+        f"print(n, time.process_time() - c0, time.perf_counter() - w0)"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     tokens, cpu, wall = int(out[0]), float(out[1]), float(out[2])
     assert tokens == args.requests * args.tokens, (name, tokens)
@@ -190,14 +193,15 @@ def main() -> None:
                 figures[name].append(measure(name, port, args))
     finally:
         server.kill()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.requests} requests x {args.tokens} "
-          f"tokens at {args.concurrency} concurrent, {args.rounds} rounds, {time.strftime('%Y-%m-%d %H:%M')}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.requests} requests x {args.tokens} "
+        f"tokens at {args.concurrency} concurrent, {args.rounds} rounds, {time.strftime('%Y-%m-%d %H:%M')}"
+    )
     floor_cpu = statistics.median(cpu for cpu, _ in figures["floor"])
     for name in names:
         cpu = statistics.median(c for c, _ in figures[name])
         rate = statistics.median(r for _, r in figures[name])
-        print(f"{name:8} {cpu:6.1f} ms CPU per 1,000 tokens ({cpu / floor_cpu:.2f}x the floor), "
-              f"{rate:8,.0f} streamed tokens/s")
+        print(f"{name:8} {cpu:6.1f} ms CPU per 1,000 tokens ({cpu / floor_cpu:.2f}x the floor), {rate:8,.0f} streamed tokens/s")
 
 
 if __name__ == "__main__":

@@ -26,8 +26,13 @@ def vllm_sized() -> str:
     """What the simulator serves for a TP=2 MTP profile after some traffic (vLLM 0.33's families)."""
     stats = Stats(engines=1, max_model_len=131072, spec=True)
     for i in range(500):
-        for name in ("time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds",
-                     "request_time_per_output_token_seconds", "request_queue_time_seconds"):
+        for name in (
+            "time_to_first_token_seconds",
+            "inter_token_latency_seconds",
+            "e2e_request_latency_seconds",
+            "request_time_per_output_token_seconds",
+            "request_queue_time_seconds",
+        ):
             stats.observe(name, (i % 37) / 40, 0)
         stats.observe("request_prompt_tokens", i * 13, 0)
         stats.count("generation_tokens", 7, 0)
@@ -46,13 +51,16 @@ def big(target: int = 1_200_000) -> str:
 
 
 def ours(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
-    return {(name, tuple(sorted(labels)), value) for name, samples in parse(text).samples.items()
-            for labels, value in samples}
+    return {(name, tuple(sorted(labels)), value) for name, samples in parse(text).samples.items() for labels, value in samples}
 
 
 def theirs(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
-    return {(s.name, tuple(sorted(s.labels.items())), s.value) for family in text_string_to_metric_families(text)
-            for s in family.samples if not s.name.endswith("_created")}
+    return {
+        (s.name, tuple(sorted(s.labels.items())), s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if not s.name.endswith("_created")
+    }
 
 
 def best_ms(fn, text: str, rounds: int) -> float:
@@ -74,18 +82,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     sample = (Path(__file__).resolve().parent.parent / "tests/fixtures/vllm/metrics_0.8.x_1.prom").read_text()
-    cases = [("small (vLLM 0.8 sample)", sample), ("vLLM 0.33-sized (simulator)", vllm_sized()),
-             ("1 MB+ (many replicas)", big())]
+    cases = [("small (vLLM 0.8 sample)", sample), ("vLLM 0.33-sized (simulator)", vllm_sized()), ("1 MB+ (many replicas)", big())]
     print("warm: the label cache holds the previous scrape's label sets, as at 1 Hz polling; cold: emptied first")
-    print(f"{'exposition':<30}{'bytes':>11}{'samples':>9}{'warm ms':>9}{'cold ms':>9}{'prom_client ms':>16}"
-          f"{'ratio warm/cold':>17}  same")
+    print(
+        f"{'exposition':<30}{'bytes':>11}{'samples':>9}{'warm ms':>9}{'cold ms':>9}{'prom_client ms':>16}"
+        f"{'ratio warm/cold':>17}  same"
+    )
     for label, text in cases:
         a, b = ours(text), theirs(text)
         warm = best_ms(parse, text, args.rounds)
         cold = best_ms(lambda t: (_LABEL_CACHE.clear(), parse(t)), text, args.rounds)
         other = best_ms(lambda t: list(text_string_to_metric_families(t)), text, max(3, args.rounds // 4))
-        print(f"{label:<30}{len(text):>11,}{len(a):>9,}{warm:>9.3f}{cold:>9.3f}{other:>16.3f}"
-              f"{other / warm:>8.1f}x/{other / cold:.1f}x  {'yes' if same(a, b) else 'NO'}")
+        print(
+            f"{label:<30}{len(text):>11,}{len(a):>9,}{warm:>9.3f}{cold:>9.3f}{other:>16.3f}"
+            f"{other / warm:>8.1f}x/{other / cold:.1f}x  {'yes' if same(a, b) else 'NO'}"
+        )
 
 
 if __name__ == "__main__":

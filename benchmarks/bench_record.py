@@ -74,16 +74,22 @@ def main() -> None:
             rig.cleanup()
         per_row = max(0.0, cpu - startup) / max(rows, 1)
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}")
-        print(f"recorder: {rows} rows in {args.seconds:.0f} s under load, {per_row * 1000:.2f} ms CPU a row "
-              f"(start-up {startup:.2f} s apart) -> {per_row * 360:.2f} s CPU an hour at 10 s "
-              f"({per_row * 360 / 36:.3f}% of a core)")
+        print(
+            f"recorder: {rows} rows in {args.seconds:.0f} s under load, {per_row * 1000:.2f} ms CPU a row "
+            f"(start-up {startup:.2f} s apart) -> {per_row * 360:.2f} s CPU an hour at 10 s "
+            f"({per_row * 360 / 36:.3f}% of a core)"
+        )
         busy = [r for r in recorded if r.timings]
 
         home = Path(tmp) / "thirty"
         state = home / "state" / "rigctl"
         state.mkdir(parents=True)
-        env = {**os.environ, "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
-               "XDG_CACHE_HOME": str(home / "cache")}
+        env = {
+            **os.environ,
+            "XDG_STATE_HOME": str(home / "state"),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_CACHE_HOME": str(home / "cache"),
+        }
         writer = RecordWriter(state / "record.sqlite")
         now, template = time.time(), busy or recorded
         day_rows = 0
@@ -97,8 +103,10 @@ def main() -> None:
                     day_rows += 1
             else:
                 for i in range(288):
-                    block = [replace(r, ts=start + DOWNSAMPLED_S * i + 10 * k, profile=profile, boot=boot)
-                             for k, r in enumerate(template[:30])]
+                    block = [
+                        replace(r, ts=start + DOWNSAMPLED_S * i + 10 * k, profile=profile, boot=boot)
+                        for k, r in enumerate(template[:30])
+                    ]
                     writer.add(downsample(block))
                     day_rows += 1
             if day == 0:
@@ -106,16 +114,21 @@ def main() -> None:
                 raw_day = (state / "record.sqlite").stat().st_size
         writer.close()
         size = (state / "record.sqlite").stat().st_size
-        print(f"bytes: a day of raw rows at 10 s (8,640, built from the {len(busy)} recorded with traffic) "
-              f"{raw_day / 1e6:.1f} MB; 30 days (a day raw, 29 at 5 min) {size / 1e6:.1f} MB")
+        print(
+            f"bytes: a day of raw rows at 10 s (8,640, built from the {len(busy)} recorded with traffic) "
+            f"{raw_day / 1e6:.1f} MB; 30 days (a day raw, 29 at 5 min) {size / 1e6:.1f} MB"
+        )
         walls = []
         for _ in range(5):
             began = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "rigctl", "report", "--json", "--since", "31d"], env=env,
-                           check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "rigctl", "report", "--json", "--since", "31d"], env=env, check=True, capture_output=True
+            )
             walls.append(time.perf_counter() - began)
-        print(f"report: {day_rows:,} rows over 30 days ({size / 1e6:.1f} MB file), `rigctl report --json --since 31d` "
-              f"{statistics.median(walls) * 1000:.0f} ms wall, median of 5")
+        print(
+            f"report: {day_rows:,} rows over 30 days ({size / 1e6:.1f} MB file), `rigctl report --json --since 31d` "
+            f"{statistics.median(walls) * 1000:.0f} ms wall, median of 5"
+        )
 
 
 if __name__ == "__main__":

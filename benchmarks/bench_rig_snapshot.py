@@ -38,14 +38,17 @@ def main() -> None:
     for name in rig_names():
         backend = SimulatedBackend(load_rig(name))
         sampler = RigSampler(backend)
-        print(f"{'sim:' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}"
-              f"{cpu_ms_per_call(sampler.snapshot, args.n):>16.3f}")
+        print(
+            f"{'sim:' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}{cpu_ms_per_call(sampler.snapshot, args.n):>16.3f}"
+        )
     for name in ("2x3090-nvlink", "2x4090-pcie"):
         with installed(FakeNvmlLib(load_rig(name))):
             backend = NvmlBackend()
             sampler = RigSampler(backend)
-            print(f"{'nvml(fake lib):' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}"
-                  f"{cpu_ms_per_call(sampler.snapshot, args.n):>16.3f}")
+            print(
+                f"{'nvml(fake lib):' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}"
+                f"{cpu_ms_per_call(sampler.snapshot, args.n):>16.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -53,22 +53,26 @@ import psutil
 PYTHON = sys.executable
 RIG = "2x3090-nvlink"
 PROFILE = "qwen36-27b-awq-tp2"
-BARE_APP = ("from textual.app import App\nfrom textual.widgets import Footer, Static\n"
-            "class Bare(App):\n    BINDINGS=[('q','quit','Quit')]\n"
-            "    def compose(self):\n        yield Static('bare')\n        yield Footer()\nBare().run()\n")
+BARE_APP = (
+    "from textual.app import App\nfrom textual.widgets import Footer, Static\n"
+    "class Bare(App):\n    BINDINGS=[('q','quit','Quit')]\n"
+    "    def compose(self):\n        yield Static('bare')\n        yield Footer()\nBare().run()\n"
+)
 # The least any 1 Hz dashboard does: a thread wakes once a second and posts a message, and
 # one line of text changes. What rigctl costs above this is its own work.
-LIVE_APP = ("import threading, time\nfrom textual.app import App\nfrom textual.message import Message\n"
-            "from textual.widgets import Footer, Static\n"
-            "class Tick(Message):\n    pass\n"
-            "class Live(App):\n    BINDINGS=[('q','quit','Quit')]\n"
-            "    def compose(self):\n        yield Static('live', id='s')\n        yield Footer()\n"
-            "    def on_mount(self):\n        threading.Thread(target=self.loop, daemon=True).start()\n"
-            "    def loop(self):\n        while True:\n            time.sleep(1)\n"
-            "            self.post_message(Tick())\n"
-            "    def on_tick(self, message):\n"
-            "        self.query_one('#s', Static).update(f'{time.time():.3f}', layout=False)\n"
-            "Live().run()\n")
+LIVE_APP = (
+    "import threading, time\nfrom textual.app import App\nfrom textual.message import Message\n"
+    "from textual.widgets import Footer, Static\n"
+    "class Tick(Message):\n    pass\n"
+    "class Live(App):\n    BINDINGS=[('q','quit','Quit')]\n"
+    "    def compose(self):\n        yield Static('live', id='s')\n        yield Footer()\n"
+    "    def on_mount(self):\n        threading.Thread(target=self.loop, daemon=True).start()\n"
+    "    def loop(self):\n        while True:\n            time.sleep(1)\n"
+    "            self.post_message(Tick())\n"
+    "    def on_tick(self, message):\n"
+    "        self.query_one('#s', Static).update(f'{time.time():.3f}', layout=False)\n"
+    "Live().run()\n"
+)
 
 
 class Terminal:
@@ -137,21 +141,28 @@ class Rig:
     def __init__(self, load: bool) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="rigctl-bench-"))
         port = free_port()
-        self.env = {**os.environ, "RIGCTL_STATE_DIR": str(self.home / "state"),
-                    "RIGCTL_CONFIG_DIR": str(self.home / "config"), "RIGCTL_SIM": RIG,
-                    "RIGCTL_SIM_TIME_SCALE": "0.02", "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
+        self.env = {
+            **os.environ,
+            "RIGCTL_STATE_DIR": str(self.home / "state"),
+            "RIGCTL_CONFIG_DIR": str(self.home / "config"),
+            "RIGCTL_SIM": RIG,
+            "RIGCTL_SIM_TIME_SCALE": "0.02",
+            "TERM": "xterm-256color",
+            "COLUMNS": "",
+            "LINES": "",
+        }
         user = self.home / "config" / "profiles"
         user.mkdir(parents=True)
         (user / "qwen36-27b-base.toml").write_text(f'extends = "qwen36-27b-base"\n[vllm]\nport = {port}\n')
-        subprocess.run([PYTHON, "-m", "rigctl", "switch", PROFILE], env=self.env, check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run([PYTHON, "-m", "rigctl", "switch", PROFILE], env=self.env, check=True, capture_output=True, timeout=120)
         self.load = None
         if load:
-            code = ("import time\nfrom rigctl.serve.statefiles import read_record\nfrom rigctl.sim.loadgen import "
-                    "LoadGenerator\nr = read_record()\ng = LoadGenerator(lambda: (r.base_url, r.served_names[0]))\n"
-                    "g.start()\ntime.sleep(3600)\n")
-            self.load = subprocess.Popen([PYTHON, "-c", code], env=self.env, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
+            code = (
+                "import time\nfrom rigctl.serve.statefiles import read_record\nfrom rigctl.sim.loadgen import "
+                "LoadGenerator\nr = read_record()\ng = LoadGenerator(lambda: (r.base_url, r.served_names[0]))\n"
+                "g.start()\ntime.sleep(3600)\n"
+            )
+            self.load = subprocess.Popen([PYTHON, "-c", code], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def log_path(self) -> Path:
         import json
@@ -179,8 +190,9 @@ def cpu_seconds(process: psutil.Process) -> float:
     return times.user + times.system
 
 
-def measure_cpu(argv: list[str], env: dict[str, str], seconds: float, size: tuple[int, int] = (160, 48),
-                warmup: float = 8.0) -> tuple[float, float]:
+def measure_cpu(
+    argv: list[str], env: dict[str, str], seconds: float, size: tuple[int, int] = (160, 48), warmup: float = 8.0
+) -> tuple[float, float]:
     """(CPU s per wall s, peak RSS MiB) of the process in a pty of `size`, after a warm-up."""
     term = Terminal(argv, env, size)
     try:
@@ -199,8 +211,7 @@ def measure_cpu(argv: list[str], env: dict[str, str], seconds: float, size: tupl
 def bench_cpu(seconds: float) -> None:
     rig = Rig(load=True)
     try:
-        figures = {(size, 1.0): measure_cpu([PYTHON, "-m", "rigctl"], rig.env, seconds, size)
-                   for size in ((160, 48), (80, 24))}
+        figures = {(size, 1.0): measure_cpu([PYTHON, "-m", "rigctl"], rig.env, seconds, size) for size in ((160, 48), (80, 24))}
         config = rig.home / "config" / "config.toml"
         config.write_text("[tui]\nrig_interval = 2.0\nmetrics_interval = 2.0\n")
         figures[((160, 48), 2.0)] = measure_cpu([PYTHON, "-m", "rigctl"], rig.env, seconds, (160, 48))
@@ -212,17 +223,22 @@ def bench_cpu(seconds: float) -> None:
     live_cpu, _ = measure_cpu([PYTHON, "-c", LIVE_APP], plain, min(seconds, 30), (80, 24))
     for ((width, height), every), (cpu, rss) in figures.items():
         shown = "GPU cards, engine panel and log tail" if height >= 36 else "GPU cards and engine panel (no tail)"
-        print(f"cpu     rigctl TUI {width}x{height} ({shown}), {RIG} serving {PROFILE} under load, {every:.0f} s "
-              f"refresh, {seconds:.0f} s: {cpu * 100:.2f}% of one core ({cpu:.4f} CPU s/s), RSS {rss:.0f} MiB; "
-              f"{cpu / live_cpu if live_cpu else float('inf'):.1f}x the one-line live app")
+        print(
+            f"cpu     rigctl TUI {width}x{height} ({shown}), {RIG} serving {PROFILE} under load, {every:.0f} s "
+            f"refresh, {seconds:.0f} s: {cpu * 100:.2f}% of one core ({cpu:.4f} CPU s/s), RSS {rss:.0f} MiB; "
+            f"{cpu / live_cpu if live_cpu else float('inf'):.1f}x the one-line live app"
+        )
     print(f"        baseline bare Textual app + footer, nothing changing: {bare_cpu * 100:.2f}% of one core")
-    print(f"        baseline one-line live Textual app (a thread posts a message a second, one line changes): "
-          f"{live_cpu * 100:.2f}% of one core")
+    print(
+        f"        baseline one-line live Textual app (a thread posts a message a second, one line changes): "
+        f"{live_cpu * 100:.2f}% of one core"
+    )
 
 
 def bench_start(runs: int = 5) -> None:
     rig = Rig(load=False)
     try:
+
         def first_frame(argv: list[str], env: dict[str, str]) -> float:
             term = Terminal(argv, env, (120, 40))
             try:
@@ -235,10 +251,11 @@ def bench_start(runs: int = 5) -> None:
         ours = statistics.median(first_frame([PYTHON, "-m", "rigctl"], rig.env) for _ in range(runs))
     finally:
         rig.close()
-    bare = statistics.median(first_frame([PYTHON, "-c", BARE_APP], dict(os.environ, TERM="xterm-256color"))
-                             for _ in range(runs))
-    print(f"start   rigctl to first frame (footer on the terminal), median of {runs}: {ours:.2f} s; "
-          f"bare Textual app: {bare:.2f} s; ratio {ours / bare:.2f}x")
+    bare = statistics.median(first_frame([PYTHON, "-c", BARE_APP], dict(os.environ, TERM="xterm-256color")) for _ in range(runs))
+    print(
+        f"start   rigctl to first frame (footer on the terminal), median of {runs}: {ours:.2f} s; "
+        f"bare Textual app: {bare:.2f} s; ratio {ours / bare:.2f}x"
+    )
 
 
 def bench_status(runs: int = 10) -> None:
@@ -249,8 +266,10 @@ def bench_status(runs: int = 10) -> None:
 
     ours = statistics.median(wall([PYTHON, "-m", "rigctl", "status", "--json", "--sim", RIG]) for _ in range(runs))
     bare = statistics.median(wall([PYTHON, "-c", "pass"]) for _ in range(runs))
-    print(f"status  `rigctl status --json --sim {RIG}`, median of {runs}: {ours * 1000:.0f} ms; "
-          f"`python -c pass`: {bare * 1000:.0f} ms; ratio {ours / bare:.1f}x")
+    print(
+        f"status  `rigctl status --json --sim {RIG}`, median of {runs}: {ours * 1000:.0f} ms; "
+        f"`python -c pass`: {bare * 1000:.0f} ms; ratio {ours / bare:.1f}x"
+    )
 
 
 def bench_flood(rate: int = 10_000, seconds: float = 10.0) -> None:
@@ -270,8 +289,12 @@ def bench_flood(rate: int = 10_000, seconds: float = 10.0) -> None:
             while (now := time.monotonic()) - start < seconds:
                 due = int((now - start) * rate)
                 if due > written:
-                    handle.write("".join(f"(APIServer pid=1) INFO 11-30 12:00:00 [flood.py:1] line {i} "
-                                         "of a flood to test the tail\n" for i in range(written, due)))
+                    handle.write(
+                        "".join(
+                            f"(APIServer pid=1) INFO 11-30 12:00:00 [flood.py:1] line {i} of a flood to test the tail\n"
+                            for i in range(written, due)
+                        )
+                    )
                     handle.flush()
                     written = due
                 term.drain(0.005)
@@ -285,11 +308,13 @@ def bench_flood(rate: int = 10_000, seconds: float = 10.0) -> None:
         term.close()
         rig.close()
     answered = [x for x in latencies if x != float("inf")]
-    print(f"flood   {written:,} lines in {seconds:.0f} s ({rate:,}/s) into the followed log, 120x30: "
-          f"RSS {rss_before / 2**20:.0f} MiB before, peak {peak / 2**20:.0f} MiB; "
-          f"{len(answered)}/{len(latencies)} screen switches answered, key-to-frame median "
-          f"{statistics.median(answered) * 1000 if answered else float('nan'):.0f} ms, max "
-          f"{max(answered) * 1000 if answered else float('nan'):.0f} ms; app alive: {alive}")
+    print(
+        f"flood   {written:,} lines in {seconds:.0f} s ({rate:,}/s) into the followed log, 120x30: "
+        f"RSS {rss_before / 2**20:.0f} MiB before, peak {peak / 2**20:.0f} MiB; "
+        f"{len(answered)}/{len(latencies)} screen switches answered, key-to-frame median "
+        f"{statistics.median(answered) * 1000 if answered else float('nan'):.0f} ms, max "
+        f"{max(answered) * 1000 if answered else float('nan'):.0f} ms; app alive: {alive}"
+    )
 
 
 FAKE = [PYTHON, str(Path(__file__).resolve().parent / "with_fake_nvml.py"), RIG, "-m"]
@@ -305,14 +330,23 @@ def bench_peers(seconds: float, rounds: int) -> None:
         print("peers   skipped: nvitop is not installed (pip install -e '.[bench]')")
         return
     idle_home = Path(tempfile.mkdtemp(prefix="rigctl-bench-idle-"))
-    idle = {**os.environ, "RIGCTL_STATE_DIR": str(idle_home / "state"), "RIGCTL_CONFIG_DIR": str(idle_home / "cfg"),
-            "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
+    idle = {
+        **os.environ,
+        "RIGCTL_STATE_DIR": str(idle_home / "state"),
+        "RIGCTL_CONFIG_DIR": str(idle_home / "cfg"),
+        "TERM": "xterm-256color",
+        "COLUMNS": "",
+        "LINES": "",
+    }
     idle.pop("RIGCTL_SIM", None)
     plain = dict(os.environ, TERM="xterm-256color")
     rig = Rig(load=True)
-    runs: dict[str, list[float]] = {"rigctl, nothing serving (GPU cards)": [],
-                                    "rigctl, engine panel and log tail, serving under load": [],
-                                    "nvitop --interval 1": [], "one-line live Textual app": []}
+    runs: dict[str, list[float]] = {
+        "rigctl, nothing serving (GPU cards)": [],
+        "rigctl, engine panel and log tail, serving under load": [],
+        "nvitop --interval 1": [],
+        "one-line live Textual app": [],
+    }
     try:
         for _ in range(rounds):  # interleaved: a drift of the machine hits every one alike
             names = list(runs)
@@ -326,14 +360,17 @@ def bench_peers(seconds: float, rounds: int) -> None:
     median = {name: statistics.median(values) for name, values in runs.items()}
     for name, values in runs.items():
         shown = ", ".join(f"{v * 100:.2f}" for v in values)
-        print(f"peers   {name}: median {median[name] * 100:.2f}% of one core ({shown} over {rounds} rounds of "
-              f"{seconds:.0f} s)")
+        print(f"peers   {name}: median {median[name] * 100:.2f}% of one core ({shown} over {rounds} rounds of {seconds:.0f} s)")
     gpu, engine, nvitop, floor = (median[n] for n in runs)
-    print(f"        rigctl GPU-only / nvitop {gpu / nvitop:.2f}x; rigctl with engine panel and tail / nvitop "
-          f"{engine / nvitop:.2f}x; rigctl with engine / floor {engine / floor:.2f}x; rigctl GPU-only / floor "
-          f"{gpu / floor:.2f}x; nvitop / floor {nvitop / floor:.2f}x")
-    print(f"        budget: rigctl with the engine panel at or below nvitop: {'met' if engine <= nvitop else 'NOT met'}; "
-          f"within 2x the floor: {'met' if engine <= 2 * floor else 'NOT met'}")
+    print(
+        f"        rigctl GPU-only / nvitop {gpu / nvitop:.2f}x; rigctl with engine panel and tail / nvitop "
+        f"{engine / nvitop:.2f}x; rigctl with engine / floor {engine / floor:.2f}x; rigctl GPU-only / floor "
+        f"{gpu / floor:.2f}x; nvitop / floor {nvitop / floor:.2f}x"
+    )
+    print(
+        f"        budget: rigctl with the engine panel at or below nvitop: {'met' if engine <= nvitop else 'NOT met'}; "
+        f"within 2x the floor: {'met' if engine <= 2 * floor else 'NOT met'}"
+    )
 
 
 def _importable(module: str) -> bool:
@@ -351,9 +388,11 @@ def bench_status_peers(runs: int = 10) -> None:
     home = Path(tempfile.mkdtemp(prefix="rigctl-bench-status-"))
     env = {k: v for k, v in os.environ.items() if k != "RIGCTL_SIM"}
     env.update(RIGCTL_STATE_DIR=str(home / "state"), RIGCTL_CONFIG_DIR=str(home / "cfg"))
-    figures = {"bare `python -c 'import pynvml, psutil'`": [PYTHON, "-c", "import pynvml, psutil"],
-               "rigctl status --json (fake driver)": [*FAKE, "rigctl", "status", "--json"],
-               f"rigctl status --json --sim {RIG}": [PYTHON, "-m", "rigctl", "status", "--json", "--sim", RIG]}
+    figures = {
+        "bare `python -c 'import pynvml, psutil'`": [PYTHON, "-c", "import pynvml, psutil"],
+        "rigctl status --json (fake driver)": [*FAKE, "rigctl", "status", "--json"],
+        f"rigctl status --json --sim {RIG}": [PYTHON, "-m", "rigctl", "status", "--json", "--sim", RIG],
+    }
     if _importable("gpustat"):
         figures["gpustat --json (fake driver)"] = [*FAKE, "gpustat", "--json"]
     if _importable("nvitop"):

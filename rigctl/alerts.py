@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rigctl.gpu.model import RigSnapshot
+from rigctl.severity import Severity
 
 if TYPE_CHECKING:
     from rigctl.serve.serving import ServingStatus
@@ -24,7 +25,7 @@ class Alert:
     key: str  # what the alert is about, e.g. "engine", "gpu1-lost"
     title: str
     text: str
-    severity: str  # "information" | "warning" | "error" (Textual's notify severities)
+    severity: Severity
 
 
 @dataclass
@@ -43,12 +44,17 @@ class AlertTracker:
             index = sample.index
             if sample.lost and index not in self._lost:
                 self._lost.add(index)
-                alerts.append(Alert(f"gpu{index}-lost", f"GPU{index} lost",
-                                    f"GPU{index} stopped answering NVML (GpuIsLost): reset or reboot", "error"))
+                alerts.append(
+                    Alert(
+                        f"gpu{index}-lost",
+                        f"GPU{index} lost",
+                        f"GPU{index} stopped answering NVML (GpuIsLost): reset or reboot",
+                        "error",
+                    )
+                )
             elif not sample.lost and index in self._lost:
                 self._lost.discard(index)
-                alerts.append(Alert(f"gpu{index}-lost", f"GPU{index} back", f"GPU{index} answers NVML again",
-                                    "information"))
+                alerts.append(Alert(f"gpu{index}-lost", f"GPU{index} back", f"GPU{index} answers NVML again", "info"))
             alerts.extend(self._power(index, sample.power_w, limits.get(index), snapshot.timestamp))
         return alerts
 
@@ -62,9 +68,15 @@ class AlertTracker:
             return []
         self._power_reported.add(index)
         minutes = (now - since) / 60
-        return [Alert(f"gpu{index}-power", f"GPU{index} at its power limit",
-                      f"GPU{index} has drawn {watts:.0f} W of its {limit:.0f} W limit for {minutes:.1f} min: "
-                      "clocks are power-capped, benchmark figures reflect the cap", "warning")]
+        return [
+            Alert(
+                f"gpu{index}-power",
+                f"GPU{index} at its power limit",
+                f"GPU{index} has drawn {watts:.0f} W of its {limit:.0f} W limit for {minutes:.1f} min: "
+                "clocks are power-capped, benchmark figures reflect the cap",
+                "warning",
+            )
+        ]
 
     def on_engine(self, serving: ServingStatus) -> list[Alert]:
         """Engine up -> gone while no switch or stop of rigctl's own explains it."""

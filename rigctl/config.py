@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from rigctl import paths
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.toml_lines import key_lines, line_of
-from rigctl.tomlread import tomllib
 
 LAUNCHERS = ("process", "systemd", "docker")
 
@@ -60,21 +60,43 @@ class Settings:
 
 # config.toml layout: table -> key -> Settings field
 LAYOUT: dict[str, dict[str, str]] = {
-    "server": {"launcher": "launcher", "vllm_command": "vllm_command", "boot_timeout": "boot_timeout",
-               "stop_grace": "stop_grace", "kill_wait": "kill_wait", "lock_wait": "lock_wait",
-               "endpoint": "endpoint", "drain_timeout": "drain_timeout"},
+    "server": {
+        "launcher": "launcher",
+        "vllm_command": "vllm_command",
+        "boot_timeout": "boot_timeout",
+        "stop_grace": "stop_grace",
+        "kill_wait": "kill_wait",
+        "lock_wait": "lock_wait",
+        "endpoint": "endpoint",
+        "drain_timeout": "drain_timeout",
+    },
     "profiles": {"dir": "profiles_dir"},
     "tui": {"rig_interval": "rig_interval", "metrics_interval": "metrics_interval", "theme": "theme"},
     "systemd": {"unit": "systemd_unit", "user": "systemd_user", "dropin_dir": "systemd_dropin_dir"},
     "docker": {"image": "docker_image", "container": "docker_container", "hf_cache": "docker_hf_cache"},
     "prometheus": {"url": "prometheus_url", "timeout": "prometheus_timeout"},
-    "verify": {"chat": "verify_chat", "tools": "verify_tools", "min_context": "verify_min_context",
-               "requests": "verify_requests", "timeout_s": "verify_timeout"},
-    "record": {"interval": "record_interval", "warmup_s": "record_warmup", "min_prefix_queries":
-               "record_min_prefix_queries", "regression_points": "record_regression_points"},
+    "verify": {
+        "chat": "verify_chat",
+        "tools": "verify_tools",
+        "min_context": "verify_min_context",
+        "requests": "verify_requests",
+        "timeout_s": "verify_timeout",
+    },
+    "record": {
+        "interval": "record_interval",
+        "warmup_s": "record_warmup",
+        "min_prefix_queries": "record_min_prefix_queries",
+        "regression_points": "record_regression_points",
+    },
 }
-ENV = {"RIGCTL_LAUNCHER": "launcher", "RIGCTL_VLLM_COMMAND": "vllm_command", "RIGCTL_BOOT_TIMEOUT": "boot_timeout",
-       "RIGCTL_ENDPOINT": "endpoint", "RIGCTL_THEME": "theme", "RIGCTL_PROFILES_DIR": "profiles_dir"}
+ENV = {
+    "RIGCTL_LAUNCHER": "launcher",
+    "RIGCTL_VLLM_COMMAND": "vllm_command",
+    "RIGCTL_BOOT_TIMEOUT": "boot_timeout",
+    "RIGCTL_ENDPOINT": "endpoint",
+    "RIGCTL_THEME": "theme",
+    "RIGCTL_PROFILES_DIR": "profiles_dir",
+}
 
 
 def config_path() -> Path:
@@ -88,7 +110,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         if isinstance(value, str):
             value = shlex.split(value)
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-            raise BadInputError(f"{where}: must be a command as a list of strings, e.g. [\"/opt/vllm/bin/vllm\"]")
+            raise BadInputError(f'{where}: must be a command as a list of strings, e.g. ["/opt/vllm/bin/vllm"]')
         return tuple(value)
     if kind == "bool | None":  # true or false; left out, the default decides
         if not isinstance(value, bool):
@@ -109,7 +131,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
     if not isinstance(value, str):
         raise BadInputError(f"{where}: must be a string")
     if name == "prometheus_url" and not value.startswith(("http://", "https://")):
-        raise BadInputError(f"{where}: must be an http(s) URL, e.g. \"http://127.0.0.1:9090\"")
+        raise BadInputError(f'{where}: must be an http(s) URL, e.g. "http://127.0.0.1:9090"')
     if name == "launcher" and value not in LAUNCHERS:
         raise BadInputError(f"{where}: {value!r} is not one of {', '.join(LAUNCHERS)}")
     return value

@@ -33,8 +33,7 @@ def open_own(path: Path, flags: int, mode: int = 0o600) -> int:
         fd = os.open(path, flags | os.O_NOFOLLOW | _NONBLOCK, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP or (exc.errno != errno.EEXIST and os.path.islink(path)):
-            raise UnsafePath(path, "a symbolic link where rigctl keeps its own file; rigctl never opens one "
-                                   "(remove it)") from None
+            raise UnsafePath(path, "a symbolic link where rigctl keeps its own file; rigctl never opens one (remove it)") from None
         raise
     try:
         kind = os.fstat(fd).st_mode
@@ -118,8 +117,15 @@ def open_regular(path: Path | str, what: str = "file") -> tuple[int, os.stat_res
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else \
-            "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(info.st_mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(info.st_mode)
+            else "a device"
+            if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+            else "not a regular file"
+        )
         raise BadInputError(f"{path}: {kind}, not a {what} (rigctl reads regular files only)")
     return fd, info
 
@@ -130,8 +136,9 @@ def read_input(path: Path | str, limit: int, what: str = "file") -> bytes:
     fd, info = open_regular(path, what)
     try:
         if info.st_size > limit:
-            raise BadInputError(f"{path}: {info.st_size / MIB:,.1f} MiB, larger than any {what} rigctl reads "
-                                f"({describe_size(limit)})")
+            raise BadInputError(
+                f"{path}: {info.st_size / MIB:,.1f} MiB, larger than any {what} rigctl reads ({describe_size(limit)})"
+            )
         try:
             data = _read_capped(fd, limit, info.st_size)
         except OSError as exc:

@@ -90,6 +90,8 @@ def _matches(value: Any, kind: Any) -> bool:
         return any(_matches(value, k) for k in typing.get_args(kind))
     if kind is type(None):
         return value is None
+    if origin is typing.Literal:  # a state's vocabulary: one of its words, nothing else
+        return isinstance(value, str) and value in typing.get_args(kind)
     if kind is float:
         if isinstance(value, int) and not isinstance(value, bool):
             return abs(value) < 2**1023  # an int a float can hold
@@ -98,8 +100,7 @@ def _matches(value: Any, kind: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if origin in (tuple, list):
         inner = typing.get_args(kind)
-        return isinstance(value, list) and all(_matches(v, inner[0]) for v in value) if inner else isinstance(value,
-                                                                                                             list)
+        return isinstance(value, list) and all(_matches(v, inner[0]) for v in value) if inner else isinstance(value, list)
     if origin is dict:
         return isinstance(value, dict)
     return isinstance(value, kind)
@@ -136,7 +137,8 @@ def _wants_tuple(kind: Any) -> bool:
     if typing.get_origin(kind) is tuple:
         return True
     return typing.get_origin(kind) in (typing.Union, types.UnionType) and any(
-        typing.get_origin(k) is tuple for k in typing.get_args(kind))
+        typing.get_origin(k) is tuple for k in typing.get_args(kind)
+    )
 
 
 def _describe(kind: Any) -> str:
@@ -145,4 +147,6 @@ def _describe(kind: Any) -> str:
         return " or ".join(_describe(k) for k in typing.get_args(kind))
     if typing.get_origin(kind) in (tuple, list):
         return "a list"
+    if typing.get_origin(kind) is typing.Literal:
+        return "one of " + ", ".join(json.dumps(word) for word in typing.get_args(kind))
     return names.get(kind, getattr(kind, "__name__", str(kind)))

@@ -131,7 +131,7 @@ class Monitor:
         cached_record, endpoint = self._endpoint_for
         if record != cached_record:  # the API key is read once per server, not every second
             launcher = launcher_for(record, self.settings)
-            endpoint = Endpoint(record.base_url, record.profile, launcher.api_key(record))
+            endpoint = Endpoint(record.base_url, record.profile, launcher.api_key(record), record.pid)
             self._endpoint_for = (record, endpoint)
         return endpoint, None
 
@@ -162,8 +162,9 @@ class Monitor:
 
     # -- the tail ------------------------------------------------------------------
 
-    def _read_tail(self, reader: TailReader | None, errors: list[tuple[str, str]]) -> \
-            tuple[TailReader, str | None, list[str]] | None:
+    def _read_tail(
+        self, reader: TailReader | None, errors: list[tuple[str, str]]
+    ) -> tuple[TailReader, str | None, list[str]] | None:
         if reader is not self._tail:
             if self._tail is not None:
                 self._tail.close()  # closed here: this thread is the one that reads it

@@ -41,9 +41,11 @@ def ensure_private_dir(path: Path) -> Path:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if os.path.islink(path):
-            raise UnsafePath(path, "a symbolic link where rigctl keeps its files; rigctl never writes through one "
-                                   "(remove it, or point XDG_STATE_HOME/RIGCTL_STATE_DIR at the real directory)"
-                             ) from None
+            raise UnsafePath(
+                path,
+                "a symbolic link where rigctl keeps its files; rigctl never writes through one "
+                "(remove it, or point XDG_STATE_HOME/RIGCTL_STATE_DIR at the real directory)",
+            ) from None
         if exc.errno == errno.ENOTDIR:
             raise UnsafePath(path, "not a directory") from None
         raise
@@ -88,8 +90,10 @@ def writable_problem(directory: Path, min_free: int = MIN_FREE_BYTES) -> str | N
         return f"{directory} is not writable: {exc.strerror or exc}"
     free = stats.f_bavail * stats.f_frsize
     if free < min_free:
-        return (f"the filesystem of {directory} is full ({free // 1024:,} KiB free; rigctl needs "
-                f"{min_free // 2**20} MiB for the boot log and its records)")
+        return (
+            f"the filesystem of {directory} is full ({free // 1024:,} KiB free; rigctl needs "
+            f"{min_free // 2**20} MiB for the boot log and its records)"
+        )
     return None
 
 

@@ -43,7 +43,7 @@ def start_id(pid: int) -> str | None:
     except OSError:
         return None
     # the command name (field 2) is in parentheses and may hold spaces and ')': split after the last
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     if len(fields) < 20 or not fields[19].isdigit():
         return None
     return f"{_kernel_boot()}:{int(fields[19])}"

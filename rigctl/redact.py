@@ -26,16 +26,20 @@ _SECRET_ENV = re.compile(r"(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.
 _FLAG = re.compile(rf"^--?(?:[A-Za-z0-9]+[-_])*{_SECRET_WORD}(?:[-_][A-Za-z0-9]+)*$", re.IGNORECASE)
 _LINE_PATTERNS = (
     # Python or JSON mappings: 'api_key': ['a', 'b'] / "hf_token": "x" / 'api_key': None stays
-    re.compile(rf"""(?P<key>['"][A-Za-z0-9_.-]*{_SECRET_WORD}[A-Za-z0-9_.-]*['"]\s*:\s*)"""
-               r"""(?P<value>\[[^\]]*\]|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""", re.IGNORECASE),
+    re.compile(
+        rf"""(?P<key>['"][A-Za-z0-9_.-]*{_SECRET_WORD}[A-Za-z0-9_.-]*['"]\s*:\s*)"""
+        r"""(?P<value>\[[^\]]*\]|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""",
+        re.IGNORECASE,
+    ),
     # command lines: --api-key X, --api-key=X, --hf-token -x (a value may start with a dash)
-    re.compile(rf"(?P<key>(?<![\w-])--?(?:[A-Za-z0-9]+[-_])*{_SECRET_WORD}(?:[-_][A-Za-z0-9]+)*(?:=|\s+))"
-               r"(?P<value>'[^']*'|\"[^\"]*\"|(?!--\w)\S+)", re.IGNORECASE),
+    re.compile(
+        rf"(?P<key>(?<![\w-])--?(?:[A-Za-z0-9]+[-_])*{_SECRET_WORD}(?:[-_][A-Za-z0-9]+)*(?:=|\s+))"
+        r"(?P<value>'[^']*'|\"[^\"]*\"|(?!--\w)\S+)",
+        re.IGNORECASE,
+    ),
     # environment assignments and key=value dumps: HF_TOKEN=x, api_key=x
-    re.compile(rf"(?P<key>(?<![\w-])[A-Za-z0-9_]*{_SECRET_WORD}[A-Za-z0-9_]*=)(?P<value>'[^']*'|\"[^\"]*\"|\S+)",
-               re.IGNORECASE),
-    re.compile(r"(?P<key>\b(?:Authorization|Proxy-Authorization)\s*:\s*(?:Bearer|Basic|Token)?\s*)(?P<value>\S+)",
-               re.IGNORECASE),
+    re.compile(rf"(?P<key>(?<![\w-])[A-Za-z0-9_]*{_SECRET_WORD}[A-Za-z0-9_]*=)(?P<value>'[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE),
+    re.compile(r"(?P<key>\b(?:Authorization|Proxy-Authorization)\s*:\s*(?:Bearer|Basic|Token)?\s*)(?P<value>\S+)", re.IGNORECASE),
     re.compile(r"(?P<key>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})"),
 )
 
@@ -80,8 +84,7 @@ def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
 def redact_mapping(value: Any, secret: bool = False) -> Any:
     """A profile table (or any JSON-like value) with the values of secret-named keys replaced."""
     if isinstance(value, Mapping):
-        return {k: redact_mapping(v, secret or is_secret_option(str(k)) or is_secret_env(str(k)))
-                for k, v in value.items()}
+        return {k: redact_mapping(v, secret or is_secret_option(str(k)) or is_secret_env(str(k))) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact_mapping(v, secret) for v in value]
     if secret and not isinstance(value, bool) and value is not None:

@@ -17,8 +17,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def whole(raw: dict[str, Any], key: str, where: str, lo: int, hi: int, default: int | None = None,
-          what: str = "") -> int:
+def whole(raw: dict[str, Any], key: str, where: str, lo: int, hi: int, default: int | None = None, what: str = "") -> int:
     """raw[key] as a whole number in [lo, hi]; `default` when absent or null (None: it must be there)."""
     value = raw.get(key)
     if value is None:
@@ -46,8 +45,10 @@ def real(value: Any, where: str, name: str, lo: float = -math.inf, hi: float = m
         raise BadInputError(f"{where}: {name} is {_show(value)}; it must be a number")
     number = float(value) if not isinstance(value, int) or abs(value) < 2**63 else math.inf
     if not math.isfinite(number) or not lo <= number <= hi:
-        raise BadInputError(f"{where}: {name} is {_show(value)}; it must be a finite number"
-                            + (f" between {lo:g} and {hi:g}" if math.isfinite(lo) or math.isfinite(hi) else ""))
+        raise BadInputError(
+            f"{where}: {name} is {_show(value)}; it must be a finite number"
+            + (f" between {lo:g} and {hi:g}" if math.isfinite(lo) or math.isfinite(hi) else "")
+        )
     return number
 
 
@@ -59,8 +60,9 @@ def text(raw: dict[str, Any], key: str, where: str, default: str = "", limit: in
     if not isinstance(value, str):
         raise BadInputError(f"{where}: {what + '.' if what else ''}{key} is {_show(value)}; it must be a string")
     if len(value) > limit:
-        raise BadInputError(f"{where}: {what + '.' if what else ''}{key} is {len(value):,} characters long; at most "
-                            f"{limit:,} are expected")
+        raise BadInputError(
+            f"{where}: {what + '.' if what else ''}{key} is {len(value):,} characters long; at most {limit:,} are expected"
+        )
     return value
 
 

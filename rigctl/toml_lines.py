@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-_HEADER = re.compile(r'^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$')
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r'^\s*((?:"[^"]*"|\'[^\']*\'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|\'[^\']*\'|[A-Za-z0-9_-]+))*)\s*=')
 _INLINE_KEY = re.compile(r'[{,]\s*("[^"]*"|\'[^\']*\'|[A-Za-z0-9_-]+)\s*=')
 
@@ -44,7 +44,7 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
             continue
         path = table + _parts(key.group(1))
         lines.setdefault(path, number)
-        rest = line[key.end():]
+        rest = line[key.end() :]
         if rest.count('"""') % 2 or rest.count("'''") % 2:
             in_multiline = True
         if "{" in rest:  # inline table: its keys live on this line too

@@ -20,8 +20,10 @@ from pathlib import Path
 SEED = 20261201
 VOCAB = 4096
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-CHATML = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-          "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def corpus() -> list[str]:
@@ -37,11 +39,16 @@ def build_tokenizer(target: Path) -> None:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB - len(SPECIALS), special_tokens=SPECIALS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB - len(SPECIALS),
+        special_tokens=SPECIALS,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator(corpus(), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   bos_token=None, unk_token=None)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
+    )
     fast.chat_template = CHATML
     fast.save_pretrained(str(target))
 
@@ -52,9 +59,20 @@ def build_model(target: Path) -> None:
 
     torch.manual_seed(SEED)
     config = Qwen2Config(
-        vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=64, max_position_embeddings=32768, tie_word_embeddings=True,
-        torch_dtype="bfloat16", eos_token_id=2, bos_token_id=None, pad_token_id=0, use_sliding_window=False,
+        vocab_size=VOCAB,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        torch_dtype="bfloat16",
+        eos_token_id=2,
+        bos_token_id=None,
+        pad_token_id=0,
+        use_sliding_window=False,
     )
     model = Qwen2ForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(str(target), safe_serialization=True)

@@ -18,9 +18,22 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         path = home / sub
         path.mkdir(parents=True)
         monkeypatch.setenv(var, str(path))
-    for var in ("RIGCTL_SIM", "RIGCTL_STATE_DIR", "RIGCTL_CONFIG_DIR", "RIGCTL_CONFIG", "RIGCTL_THEME",
-                "RIGCTL_PROFILES_DIR", "RIGCTL_LAUNCHER", "RIGCTL_VLLM_COMMAND", "RIGCTL_ENDPOINT",
-                "RIGCTL_BOOT_TIMEOUT", "CUDA_DEVICE_ORDER", "NO_COLOR", "HF_HOME", "HF_HUB_CACHE"):
+    for var in (
+        "RIGCTL_SIM",
+        "RIGCTL_STATE_DIR",
+        "RIGCTL_CONFIG_DIR",
+        "RIGCTL_CONFIG",
+        "RIGCTL_THEME",
+        "RIGCTL_PROFILES_DIR",
+        "RIGCTL_LAUNCHER",
+        "RIGCTL_VLLM_COMMAND",
+        "RIGCTL_ENDPOINT",
+        "RIGCTL_BOOT_TIMEOUT",
+        "CUDA_DEVICE_ORDER",
+        "NO_COLOR",
+        "HF_HOME",
+        "HF_HUB_CACHE",
+    ):
         monkeypatch.delenv(var, raising=False)
     return home
 

@@ -17,6 +17,7 @@ from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
 from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import read_record
+from rigctl.serve.steps import ServeContext
 from rigctl.sim.rigspec import load_rig
 from tests.support.fake_nvml import FakeNvmlLib, installed
 
@@ -30,7 +31,7 @@ def wait_gone(pid: int) -> None:
         time.sleep(0.02)
 
 
-def test_engine_death_is_reported_once_with_the_reason(serve_ctx, profiles: Path) -> None:
+def test_engine_death_is_reported_once_with_the_reason(serve_ctx: ServeContext, profiles: Path) -> None:
     tracker = AlertTracker()
     assert tracker.on_engine(observe(load_settings())) == []  # nothing served yet: nothing to lose
     assert transaction.switch(serve_ctx, "good").status == "switched"
@@ -45,7 +46,7 @@ def test_engine_death_is_reported_once_with_the_reason(serve_ctx, profiles: Path
     assert tracker.on_engine(observe(load_settings())) == []  # said once, not every poll
 
 
-def test_rigctl_own_stop_and_switch_raise_nothing(serve_ctx, profiles: Path) -> None:
+def test_rigctl_own_stop_and_switch_raise_nothing(serve_ctx: ServeContext, profiles: Path) -> None:
     tracker = AlertTracker()
     assert transaction.switch(serve_ctx, "good").status == "switched"
     tracker.on_engine(observe(load_settings()))
@@ -55,7 +56,7 @@ def test_rigctl_own_stop_and_switch_raise_nothing(serve_ctx, profiles: Path) -> 
     assert tracker.on_engine(observe(load_settings())) == []
 
 
-def test_health_503_is_named(serve_ctx, profiles: Path) -> None:
+def test_health_503_is_named(serve_ctx: ServeContext, profiles: Path) -> None:
     tracker = AlertTracker()
     assert transaction.switch(serve_ctx, "good").status == "switched"
     up = observe(load_settings())

@@ -39,13 +39,16 @@ def test_defaults_then_file_then_env_each_with_its_source() -> None:
     assert settings.boot_timeout == 900.0 and settings.sources["boot_timeout"] == "default"
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("[tui]\nthem = 1\n", ":2: tui.them: not a setting (in [tui]: rig_interval, metrics_interval, theme)"),
-    ("[server]\nlauncher = \"podman\"\n", ":2: server.launcher: 'podman' is not one of process, systemd, docker"),
-    ("\n[tui]\nrig_interval = \"fast\"\n", ":3: tui.rig_interval: must be a non-negative number of seconds"),
-    ("[gui]\nx = 1\n", ":1: gui: not a config table"),
-    ("[tui\n", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[tui]\nthem = 1\n", ":2: tui.them: not a setting (in [tui]: rig_interval, metrics_interval, theme)"),
+        ('[server]\nlauncher = "podman"\n', ":2: server.launcher: 'podman' is not one of process, systemd, docker"),
+        ('\n[tui]\nrig_interval = "fast"\n', ":3: tui.rig_interval: must be a non-negative number of seconds"),
+        ("[gui]\nx = 1\n", ":1: gui: not a config table"),
+        ("[tui\n", "invalid TOML"),
+    ],
+)
 def test_invalid_config_names_key_and_line(text: str, expected: str) -> None:
     path = write_config(text)
     with pytest.raises(BadInputError) as caught:
@@ -67,8 +70,9 @@ def test_save_keeps_comments_and_refuses_bad_values() -> None:
 def test_config_command_text_and_json() -> None:
     path = write_config(CONFIG)
     env = {**os.environ, "RIGCTL_ENDPOINT": "http://127.0.0.1:9000"}
-    result = subprocess.run([sys.executable, "-m", "rigctl", "config", "--json"], capture_output=True, text=True,
-                            env=env, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "rigctl", "config", "--json"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     rows = {row["setting"]: row for row in data["settings"]}
@@ -76,8 +80,7 @@ def test_config_command_text_and_json() -> None:
     assert rows["server.launcher"] == {"setting": "server.launcher", "value": "systemd", "source": f"{path}:3"}
     assert rows["server.endpoint"]["source"] == "env RIGCTL_ENDPOINT"
     assert rows["docker.image"]["source"] == "default"
-    text = subprocess.run([sys.executable, "-m", "rigctl", "config"], capture_output=True, text=True, env=env,
-                          timeout=60).stdout
+    text = subprocess.run([sys.executable, "-m", "rigctl", "config"], capture_output=True, text=True, env=env, timeout=60).stdout
     assert f"config file: {path}" in text
     assert any(line.split()[:2] == ["server.vllm_command", "/opt/vllm/bin/vllm"] for line in text.splitlines())
 
@@ -88,8 +91,7 @@ def test_config_command_reports_a_broken_file(capsys: pytest.CaptureFixture[str]
     assert "tui.them: not a setting" in capsys.readouterr().err
 
 
-def test_profiles_dir_setting_is_where_profiles_are_found(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_profiles_dir_setting_is_where_profiles_are_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mine = tmp_path / "my-profiles"
     mine.mkdir()
     (mine / "mine.toml").write_text('extends = "qwen36-27b-awq-tp2"\ndescription = "mine"\n')

@@ -11,6 +11,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import pytest
+
 import rigctl
 from rigctl.cli import build_parser
 
@@ -44,8 +46,20 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["report"], 0),
     (["record", "--interval", "0.1"], 2),  # refused before it runs: a recorder never ends by itself
     # listens, forwards nothing, ends at its duration: httpx and h11 loaded, no UI
-    (["capture", "--to", "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--duration", "0.2", "--out",
-      str(Path(tempfile.gettempdir()) / f"rigctl-purity-{uuid.uuid4().hex}.jsonl")], 0),
+    (
+        [
+            "capture",
+            "--to",
+            "http://127.0.0.1:9",
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "0.2",
+            "--out",
+            str(Path(tempfile.gettempdir()) / f"rigctl-purity-{uuid.uuid4().hex}.jsonl"),
+        ],
+        0,
+    ),
     (["fit", "--config", str(FIXTURES.parent / "fit/tiny-qwen2.config.json"), "--max-model-len", "2048"], 0),
     (["restart"], 0),
     (["stop"], 0),
@@ -59,8 +73,11 @@ def ui_modules(names: str) -> list[str]:
 
 
 def core_modules() -> list[str]:
-    return sorted(m.name for m in pkgutil.walk_packages(rigctl.__path__, "rigctl.")
-                  if not m.name.startswith(UI_PACKAGES) and m.name != "rigctl.__main__")
+    return sorted(
+        m.name
+        for m in pkgutil.walk_packages(rigctl.__path__, "rigctl.")
+        if not m.name.startswith(UI_PACKAGES) and m.name != "rigctl.__main__"
+    )
 
 
 def subcommands(parser: argparse.ArgumentParser) -> set[str]:
@@ -73,8 +90,7 @@ def subcommands(parser: argparse.ArgumentParser) -> set[str]:
 def test_every_core_module_imports_no_textual() -> None:
     modules = core_modules()
     assert "rigctl.alerts" in modules and "rigctl.sim.vllm_server" in modules and len(modules) > 60
-    probe = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
-             "print(' '.join(sys.modules))")
+    probe = f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\nprint(' '.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
     assert ui_modules(out.stdout) == []
 
@@ -84,17 +100,19 @@ def test_the_list_covers_every_headless_subcommand() -> None:
     assert subcommands(build_parser()) - TUI_COMMANDS == covered
 
 
-def test_every_headless_command_imports_no_textual(profiles: Path, monkeypatch) -> None:
+def test_every_headless_command_imports_no_textual(profiles: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
     monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
     # One process runs the whole session; after each command it names any UI module now loaded.
-    code = ("import contextlib, io, sys\nfrom rigctl.cli import main\n"
-            f"for argv, expected in {HEADLESS!r}:\n"
-            "    out = io.StringIO()\n"
-            "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):\n"
-            "        code = main(argv)\n"
-            "    loaded = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
-            "    print(' '.join(argv[:2]), code, expected, ','.join(loaded) or '-')\n")
+    code = (
+        "import contextlib, io, sys\nfrom rigctl.cli import main\n"
+        f"for argv, expected in {HEADLESS!r}:\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):\n"
+        "        code = main(argv)\n"
+        "    loaded = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
+        "    print(' '.join(argv[:2]), code, expected, ','.join(loaded) or '-')\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

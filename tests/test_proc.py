@@ -19,8 +19,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 @pytest.fixture
 def oddly_named() -> Iterator[subprocess.Popen[bytes]]:
     """A process whose name holds ') ' and spaces, as /proc/PID/stat's second field allows."""
-    child = subprocess.Popen([sys.executable, "-c", ("import time; open('/proc/self/comm', 'w').write('a) b (c');"
-                                                     " time.sleep(60)")])
+    child = subprocess.Popen([sys.executable, "-c", ("import time; open('/proc/self/comm', 'w').write('a) b (c'); time.sleep(60)")])
     deadline = time.monotonic() + 10
     while psutil.Process(child.pid).name() != "a) b (c" and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -3,9 +3,10 @@
 Inputs (from a real vLLM parser; see shared/reference/vllm/FACTS.md section 3.1):
   vllm_serve_options_<v>.json, vllm_serve_help_all_<v>.txt,
   quantization_methods_<v>.txt, kv_cache_dtypes_<v>.txt
-Output: rigctl/profiles/data/vllm_options.json
+Output: rigctl/vllm/data/vllm_options_<v>.json (the table rigctl bundles for that version), or
+OUT_DIR/vllm_options_<v>.json
 
-    python tools/build_vllm_options.py ../shared/reference/vllm 0.33.0
+    python tools/build_vllm_options.py ../shared/reference/vllm 0.33.0 [OUT_DIR]
 
 `rigctl profile refresh-options` builds the same table from an installed vLLM instead.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rigctl.profiles.option_kinds import classify_action
+from rigctl.vllm.option_kinds import classify_action
 
 
 def help_sections(help_text: str) -> dict[str, str]:
@@ -49,8 +50,15 @@ def main() -> None:
     for opt in raw["options"]:
         head = next((helps[f] for f in opt["long"] if f in helps), "")
         options[opt["dest"]] = classify_action(
-            dest=opt["dest"], long=opt["long"], short=opt["short"], action=opt["action"], type_name=opt["type"],
-            nargs=opt["nargs"], choices=opt["choices"], default=opt["default"], help_text=head,
+            dest=opt["dest"],
+            long=opt["long"],
+            short=opt["short"],
+            action=opt["action"],
+            type_name=opt["type"],
+            nargs=opt["nargs"],
+            choices=opt["choices"],
+            default=opt["default"],
+            help_text=head,
         )
     table = {
         "vllm_version": version,
@@ -60,7 +68,8 @@ def main() -> None:
         "quantization_methods": (ref / f"quantization_methods_{version}.txt").read_text().split(),
         "kv_cache_dtypes": (ref / f"kv_cache_dtypes_{version}.txt").read_text().split(),
     }
-    out = Path(__file__).resolve().parent.parent / "rigctl" / "profiles" / "data" / "vllm_options.json"
+    where = Path(sys.argv[3]) if len(sys.argv) > 3 else Path(__file__).resolve().parent.parent / "rigctl" / "vllm" / "data"
+    out = where / f"vllm_options_{version}.json"
     out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     print(f"wrote {out} ({len(options)} options)")
 

@@ -16,23 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigctl.bench.live import ArmProgress
+from rigctl.bench.live import ArmProgress, Phase
 from rigctl.bench.loadgen import LoadTarget, RequestOptions, RequestResult, run_load, schedule
-from rigctl.bench.plan import BenchPlan
+from rigctl.bench.plan import BenchPlan, Role
 from rigctl.bench.quality import QualityResult, run_quality
 from rigctl.bench.rawdir import RawDir
-from rigctl.bench.summary import (
-    ArmFigures,
-    ColdCheck,
-    GpuReading,
-    Sample,
-    arm_figures,
-    cold_check,
-    verification_baseline,
-)
+from rigctl.bench.summary import ArmFigures, GpuReading, Sample, arm_figures
 from rigctl.bench.verdict import ArmOutcome
 from rigctl.bench.workload import arrivals, prompts_for, request_count
 from rigctl.engine.client import EngineClient, EngineHTTPError
+from rigctl.engine.coldcache import ColdCheck, cold_check, verification_baseline
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.gpu.holders import serving_gpus
@@ -48,7 +41,7 @@ SAMPLE_PERIOD = 0.5  # s between looks at the engine and the GPUs during the mea
 @dataclass
 class ArmRecord:
     number: int
-    role: str
+    role: Role
     profile: str
     cold: ColdCheck
     figures: ArmFigures
@@ -61,27 +54,52 @@ class ArmRecord:
     quality: QualityResult | None = None
 
     def outcome(self, metric: str | None = None) -> ArmOutcome:
-        return ArmOutcome(self.number, self.role, self.profile, self.figures.metrics, self.cold.cold,
-                          self.figures.requests, self.figures.failed,
-                          self.figures.errors[0] if self.figures.errors else "", self.figures.heat.peak_c,
-                          self.died, dict(self.figures.intervals),
-                          self.quality.error if self.quality is not None else "")
+        return ArmOutcome(
+            self.number,
+            self.role,
+            self.profile,
+            self.figures.metrics,
+            self.cold.cold,
+            self.figures.requests,
+            self.figures.failed,
+            self.figures.errors[0] if self.figures.errors else "",
+            self.figures.heat.peak_c,
+            self.died,
+            dict(self.figures.intervals),
+            self.quality.error if self.quality is not None else "",
+        )
 
     def to_json(self) -> dict[str, Any]:
         f = self.figures
         return {
-            "number": self.number, "role": self.role, "profile": self.profile, "started": self.started,
-            "cold_cache": self.cold.cold, "cold_detail": self.cold.describe(),
-            "prefix_cache_queries_at_start": self.cold.queries, "prefix_cache_hits_at_start": self.cold.hits,
-            "requests": f.requests, "completed": f.completed, "failed": f.failed, "errors": f.errors,
-            "duration_s": f.duration_s, "prompt_tokens": f.prompt_tokens, "output_tokens": f.output_tokens,
-            "warmup_requests": self.warmup_requests, "warmup_failed": self.warmup_failed,
+            "number": self.number,
+            "role": self.role,
+            "profile": self.profile,
+            "started": self.started,
+            "cold_cache": self.cold.cold,
+            "cold_detail": self.cold.describe(),
+            "prefix_cache_queries_at_start": self.cold.queries,
+            "prefix_cache_hits_at_start": self.cold.hits,
+            "requests": f.requests,
+            "completed": f.completed,
+            "failed": f.failed,
+            "errors": f.errors,
+            "duration_s": f.duration_s,
+            "prompt_tokens": f.prompt_tokens,
+            "output_tokens": f.output_tokens,
+            "warmup_requests": self.warmup_requests,
+            "warmup_failed": self.warmup_failed,
             "serving_gpus": list(self.serving_gpus),
-            "gpu_temp_start_c": f.heat.start_c, "gpu_temp_peak_c": f.heat.peak_c, "energy_j": f.heat.energy_j,
-            "power_w": f.heat.power_w, "boot": self.boot, "server_died": self.died or None,
+            "gpu_temp_start_c": f.heat.start_c,
+            "gpu_temp_peak_c": f.heat.peak_c,
+            "energy_j": f.heat.energy_j,
+            "power_w": f.heat.power_w,
+            "boot": self.boot,
+            "server_died": self.died or None,
             "intervals": {k: list(v) for k, v in f.intervals.items()},
             "quality": self.quality.to_json() if self.quality else None,
-            "quality_score": self.quality.value if self.quality else None, **f.metrics,
+            "quality_score": self.quality.value if self.quality else None,
+            **f.metrics,
         }
 
 
@@ -113,10 +131,20 @@ class _Watcher(threading.Thread):
         readings: tuple[GpuReading, ...] = ()
         if self.sampler is not None:
             rig = self.sampler.snapshot()
-            readings = tuple(GpuReading(s.index, s.temperature_c, s.power_w, s.energy_j) for s in rig.samples
-                             if s.index in self.gpus and not s.lost)
-        self.samples.append(Sample(time.monotonic() - self.began, engine.kv_usage if engine else None,
-                                   engine.running if engine else None, engine.waiting if engine else None, readings))
+            readings = tuple(
+                GpuReading(s.index, s.temperature_c, s.power_w, s.energy_j)
+                for s in rig.samples
+                if s.index in self.gpus and not s.lost
+            )
+        self.samples.append(
+            Sample(
+                time.monotonic() - self.began,
+                engine.kv_usage if engine else None,
+                engine.running if engine else None,
+                engine.waiting if engine else None,
+                readings,
+            )
+        )
 
     def run(self) -> None:
         while True:
@@ -156,10 +184,21 @@ def server_death(launcher: Launcher, record: ServerRecord) -> str:
     return f"its server (pid {record.pid}) {how} during the measured requests" + (f": {last}" if last else "")
 
 
-def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerRecord, api_key: str | None,
-                plan: BenchPlan, sampler: RigSampler | None, raw: RawDir, boot: dict[str, Any],
-                on_progress: Callable[[ArmProgress], None], stop: threading.Event,
-                death: Callable[[], str] = lambda: "") -> ArmRecord:
+def measure_arm(
+    number: int,
+    arms: int,
+    role: Role,
+    profile: str,
+    record: ServerRecord,
+    api_key: str | None,
+    plan: BenchPlan,
+    sampler: RigSampler | None,
+    raw: RawDir,
+    boot: dict[str, Any],
+    on_progress: Callable[[ArmProgress], None],
+    stop: threading.Event,
+    death: Callable[[], str] = lambda: "",
+) -> ArmRecord:
     """`death`: how the arm's server died, asked once the measured requests are over ("" alive)."""
     workload = plan.workload
     stem = raw.arm_stem(number, role)
@@ -169,8 +208,9 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
     prompts = prompts_for(workload, plan.requests)
     total = request_count(workload, plan.requests)
 
-    def progress(phase: str, done: int = 0, total: int | None = None, rate: float | None = None,
-                 eta: float | None = None) -> None:
+    def progress(
+        phase: Phase, done: int = 0, total: int | None = None, rate: float | None = None, eta: float | None = None
+    ) -> None:
         on_progress(ArmProgress(number, arms, role, profile, phase, done, total, rate, eta))
 
     progress("cold check")
@@ -184,7 +224,7 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
             warmups, _ = run_load(target, warm_schedule, workload.concurrency, options, stop=stop)
         text, before = _scrape(client)
         raw.write_text(f"{stem}.metrics-before.prom", text or "")
-        gpus = serving_gpus(sampler.snapshot() if sampler else None, record.pid)
+        gpus = serving_gpus(sampler.snapshot().samples if sampler else (), record.pid)
         watcher = _Watcher(record.base_url, api_key, sampler, gpus)
         watcher.start()
         started = time.time()
@@ -202,8 +242,15 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
             progress("measuring", count["done"], total, count["tokens"] / elapsed, eta)
 
         progress("measuring", 0, total)
-        results, elapsed = run_load(target, schedule(prompts.measured, arrivals(workload, plan.requests)),
-                                    workload.concurrency, options, workload.duration_s, on_result, stop)
+        results, elapsed = run_load(
+            target,
+            schedule(prompts.measured, arrivals(workload, plan.requests)),
+            workload.concurrency,
+            options,
+            workload.duration_s,
+            on_result,
+            stop,
+        )
         samples = watcher.finish()
         died = death()
         text, after = _scrape(client)
@@ -216,8 +263,9 @@ def measure_arm(number: int, arms: int, role: str, profile: str, record: ServerR
     raw.write_lines(f"{stem}.requests.jsonl", (r.to_json() for r in results))
     raw.write_lines(f"{stem}.samples.jsonl", (s.to_json() for s in samples))
     figures = arm_figures(results, elapsed, before, after, samples, boot.get("kv_tokens"), boot.get("max_model_len"))
-    arm = ArmRecord(number, role, profile, cold, figures, boot, len(warmups), sum(not w.success for w in warmups),
-                    gpus, started, died, quality)
+    arm = ArmRecord(
+        number, role, profile, cold, figures, boot, len(warmups), sum(not w.success for w in warmups), gpus, started, died, quality
+    )
     raw.write_json(f"{stem}.json", arm.to_json())
     progress("done", figures.completed, figures.requests, figures.metrics.get("output_tok_per_s"), 0.0)
     return arm

@@ -26,12 +26,19 @@ class Calibration:
     values: dict[str, list[float]]  # metric -> the figure of each run
 
 
-def calibrate(ctx: ServeContext, checked: CheckedPlan, runs: int, *,
-              on_progress: Callable[[ArmProgress], None] = lambda progress: None,
-              stop: threading.Event | None = None, lock_wait: float = 0.0) -> Calibration:
+def calibrate(
+    ctx: ServeContext,
+    checked: CheckedPlan,
+    runs: int,
+    *,
+    on_progress: Callable[[ArmProgress], None] = lambda progress: None,
+    stop: threading.Event | None = None,
+    lock_wait: float = 0.0,
+) -> Calibration:
     plan = replace(checked.plan, runs=runs, name=f"{checked.plan.name}-calibrate")
-    result = run_bench(ctx, replace(checked, plan=plan, candidates={}, changes={}), on_progress=on_progress,
-                       stop=stop, lock_wait=lock_wait)
+    result = run_bench(
+        ctx, replace(checked, plan=plan, candidates={}, changes={}), on_progress=on_progress, stop=stop, lock_wait=lock_wait
+    )
     values: dict[str, list[float]] = {}
     for arm in result.arms:
         for metric, value in arm.figures.metrics.items():
@@ -40,8 +47,7 @@ def calibrate(ctx: ServeContext, checked: CheckedPlan, runs: int, *,
     rig = ctx.rig.backend if ctx.rig else None
     if result.status != "complete" or len(result.arms) != runs or rig is None:
         return Calibration(result, None, values)
-    spreads = {metric: s for metric, found in values.items()
-               if len(found) == runs and (s := spread(found)) is not None}
+    spreads = {metric: s for metric, found in values.items() if len(found) == runs and (s := spread(found)) is not None}
     noise = Noise(rig, plan.control, workload_key(plan.workload), runs, time.time(), spreads)
     keep(noise)
     return Calibration(result, noise, values)

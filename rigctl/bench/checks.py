@@ -62,8 +62,7 @@ def _prepared(ctx: ServeContext, plan: BenchPlan, role: str, name: str) -> Prepa
 
 def check_plan(ctx: ServeContext, plan: BenchPlan) -> CheckedPlan:
     control = _prepared(ctx, plan, "control", plan.control)
-    candidates = {name: control if name == plan.control else _prepared(ctx, plan, "candidate", name)
-                  for name in plan.candidates}
+    candidates = {name: control if name == plan.control else _prepared(ctx, plan, "candidate", name) for name in plan.candidates}
     problems = []
     for role, prepared in (("control", control), *(("candidate", p) for p in candidates.values())):
         refusal = preflight.before_lock(ctx, prepared.spec)
@@ -71,18 +70,21 @@ def check_plan(ctx: ServeContext, plan: BenchPlan) -> CheckedPlan:
             problems.append(f"{plan.path}: {role} {prepared.profile.name!r} cannot start here: {refusal.reason}")
     metrics = [plan.gate.metric, *(g.metric for g in plan.gate.guards)]
     if "j_per_token" in metrics and ctx.sampler is None:
-        problems.append(f"{plan.path}: gate: j_per_token needs the GPUs' energy counters, and this rig has no "
-                        f"NVIDIA driver to read them")
+        problems.append(
+            f"{plan.path}: gate: j_per_token needs the GPUs' energy counters, and this rig has no NVIDIA driver to read them"
+        )
     for metric in NEEDS_SPEC & set(metrics):
-        without = [p.profile.name for p in (control, *candidates.values())
-                   if not p.profile.vllm.get("speculative_config")]
+        without = [p.profile.name for p in (control, *candidates.values()) if not p.profile.vllm.get("speculative_config")]
         if without:
-            problems.append(f"{plan.path}: gate: {metric} is only measured with speculative decoding, and "
-                            f"{', '.join(sorted(set(without)))} has no speculative_config")
+            problems.append(
+                f"{plan.path}: gate: {metric} is only measured with speculative decoding, and "
+                f"{', '.join(sorted(set(without)))} has no speculative_config"
+            )
     if plan.quality is not None:
         program = plan.quality.command[0]
-        if ("/" not in program and shutil.which(program) is None) or ("/" in program and not (
-                plan.path.parent / program).exists() and not shutil.which(program)):
+        if ("/" not in program and shutil.which(program) is None) or (
+            "/" in program and not (plan.path.parent / program).exists() and not shutil.which(program)
+        ):
             problems.append(f"{plan.path}: quality.command: {program} is not found")
     if problems:
         raise PlanError(problems)
@@ -93,6 +95,5 @@ def check_plan(ctx: ServeContext, plan: BenchPlan) -> CheckedPlan:
             warnings.append(f"{name} launches exactly as {plan.control}: an A/A run in effect, never promoted")
         if len(changed) > 1:
             listed = ", ".join(c.what for c in changed[:6]) + (", ..." if len(changed) > 6 else "")
-            warnings.append(f"{name} changes {len(changed)} things at once ({listed}): a verdict cannot say which of "
-                            f"them did it")
+            warnings.append(f"{name} changes {len(changed)} things at once ({listed}): a verdict cannot say which of them did it")
     return CheckedPlan(plan, control, candidates, changes, tuple(warnings))

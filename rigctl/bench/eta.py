@@ -39,7 +39,7 @@ class Estimate:
 
 @dataclass
 class RunClock:
-    arms: list[tuple[str, str]]  # (role, profile), in order
+    arms: Sequence[tuple[str, str]]  # (role, profile), in order
     boot_s: dict[str, float]  # per profile: the last boot known
     duration_s: float | None = None  # a duration workload's measured time per arm
     measured: list[float] = field(default_factory=list)  # each finished arm's time from ready to done
@@ -84,7 +84,7 @@ class RunClock:
                 spent = now - self._ready_at if self._ready_at is not None else 0.0
                 left += max(0.0, measure - spent)
         # the arms still to come
-        for _, profile in self.arms[number if progress.number else 0:]:
+        for _, profile in self.arms[number if progress.number else 0 :]:
             boot = self.boot_s.get(profile)
             if boot is None or measure is None:
                 floor = True
@@ -96,6 +96,6 @@ class RunClock:
         return replace(progress, run_eta_s=round(estimate.seconds, 1), run_eta_floor=estimate.floor)
 
 
-def before_the_run(arms: list[tuple[str, str]], boot_s: dict[str, float], duration_s: float | None) -> Estimate:
+def before_the_run(arms: Sequence[tuple[str, str]], boot_s: dict[str, float], duration_s: float | None) -> Estimate:
     """The run's length as it starts (`bench check`, the first line of a run)."""
     return RunClock(arms, dict(boot_s), duration_s).estimate(ArmProgress(0, len(arms), "control", "", "starting"))

@@ -17,8 +17,20 @@ from rigctl.bench.loadgen import RequestResult
 RESAMPLES = 400
 WINDOWS = 10
 LEVEL = 0.95
-PER_REQUEST = ("ttft_p50_s", "ttft_p95_s", "ttft_mean_s", "tpot_p50_s", "tpot_p95_s", "tpot_mean_s", "e2e_p50_s",
-               "e2e_p95_s", "decode_tok_per_s_stream", "decode_tok_per_s_worst", "itl_p50_s", "itl_p95_s")
+PER_REQUEST = (
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "ttft_mean_s",
+    "tpot_p50_s",
+    "tpot_p95_s",
+    "tpot_mean_s",
+    "e2e_p50_s",
+    "e2e_p95_s",
+    "decode_tok_per_s_stream",
+    "decode_tok_per_s_worst",
+    "itl_p50_s",
+    "itl_p95_s",
+)
 WINDOWED = {"output_tok_per_s": "output", "total_tok_per_s": "total", "request_per_s": "requests"}
 
 
@@ -62,9 +74,12 @@ def _window_rates(results: Sequence[RequestResult], elapsed: float, what: str) -
     return [a / width for a in amounts]
 
 
-def intervals(results: Sequence[RequestResult], elapsed: float,
-              figures: Callable[[Sequence[RequestResult], float], dict[str, float | None]],
-              seed: int = 0) -> dict[str, tuple[float, float]]:
+def intervals(
+    results: Sequence[RequestResult],
+    elapsed: float,
+    figures: Callable[[Sequence[RequestResult], float], dict[str, float | None]],
+    seed: int = 0,
+) -> dict[str, tuple[float, float]]:
     """The 95% bootstrap interval of every figure an arm's requests give (`figures`: the function
     that computes them from requests, summary.request_figures)."""
     ok = [r for r in results if r.success]

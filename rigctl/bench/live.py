@@ -13,12 +13,14 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rigctl import jsonio
 from rigctl.atomic import write_text_atomic
 from rigctl.bench.rawdir import bench_dir
 from rigctl.proc import same_process, start_id
+
+Phase = Literal["starting", "switching", "cold check", "warm-up", "measuring", "quality", "done"]
 
 PERIOD = 0.5
 
@@ -29,7 +31,7 @@ class ArmProgress:
     arms: int
     role: str
     profile: str
-    phase: str  # switching | cold check | warm-up | measuring | done
+    phase: Phase
     done: int = 0
     total: int | None = None
     tok_per_s: float | None = None
@@ -68,14 +70,15 @@ class LiveBench:
         if self.ended:
             return self.ended
         p = self.progress
-        return (f"rigctl pid {self.pid} died during arm {p.number} of {p.arms} ({p.role} {p.profile}, "
-                f"{p.phase})")
+        return f"rigctl pid {self.pid} died during arm {p.number} of {p.arms} ({p.role} {p.profile}, {p.phase})"
 
     def note(self, serving: str | None) -> str:
         """The line every command shows while the mark is there."""
         now = f"{serving} serves" if serving else "nothing serves"
-        return (f"a bench ({self.plan}) was cut short: {self.why()}; {now}, and the control {self.control} was not "
-                f"put back: `rigctl bench --restore` puts it back (or switch to the profile you want)")
+        return (
+            f"a bench ({self.plan}) was cut short: {self.why()}; {now}, and the control {self.control} was not "
+            f"put back: `rigctl bench --restore` puts it back (or switch to the profile you want)"
+        )
 
 
 class LiveWriter:
@@ -88,9 +91,18 @@ class LiveWriter:
         self._write(self._progress, "")
 
     def _write(self, progress: ArmProgress, ended: str) -> None:
-        data = {"plan": self.plan, "raw_dir": self.raw_dir, "pid": os.getpid(), "owner_start": start_id(os.getpid()),
-                "started": self.started, "updated": time.time(), "control": self.control,
-                "candidate": self.candidate, "progress": asdict(progress), "ended": ended}
+        data = {
+            "plan": self.plan,
+            "raw_dir": self.raw_dir,
+            "pid": os.getpid(),
+            "owner_start": start_id(os.getpid()),
+            "started": self.started,
+            "updated": time.time(),
+            "control": self.control,
+            "candidate": self.candidate,
+            "progress": asdict(progress),
+            "ended": ended,
+        }
         write_text_atomic(live_file(), jsonio.dumps(data), 0o600)
 
     def __call__(self, progress: ArmProgress) -> None:
@@ -140,10 +152,19 @@ def read_live() -> LiveBench | None:
         pid = int(data["pid"])
         owner = data.get("owner_start")
         progress = ArmProgress(**data["progress"])
-        return LiveBench(str(data["plan"]), str(data["raw_dir"]), pid, float(data["started"]),
-                         float(data["updated"]), progress, _text(data, "control"), _text(data, "candidate"),
-                         owner if isinstance(owner, str) else None, _text(data, "ended"),
-                         alive=same_process(pid, start=owner if isinstance(owner, str) else None))
+        return LiveBench(
+            str(data["plan"]),
+            str(data["raw_dir"]),
+            pid,
+            float(data["started"]),
+            float(data["updated"]),
+            progress,
+            _text(data, "control"),
+            _text(data, "candidate"),
+            owner if isinstance(owner, str) else None,
+            _text(data, "ended"),
+            alive=same_process(pid, start=owner if isinstance(owner, str) else None),
+        )
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -157,8 +178,14 @@ def settle(live: LiveBench, how: str) -> None:
     except jsonio.DamagedFile:
         kept = {}
     if kept.get("status") in (None, "running"):
-        kept = {**kept, "plan": live.plan, "status": "cut_short", "verdict": None,
-                "message": f"cut short: {live.why()}", "reason": f"cut short: {live.why()}"}
+        kept = {
+            **kept,
+            "plan": live.plan,
+            "status": "cut_short",
+            "verdict": None,
+            "message": f"cut short: {live.why()}",
+            "reason": f"cut short: {live.why()}",
+        }
     kept["settled"] = how
     try:
         write_text_atomic(verdict, jsonio.dumps(kept, indent=2) + "\n", 0o600)

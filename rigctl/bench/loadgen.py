@@ -82,16 +82,23 @@ async def _events(response: httpx.Response) -> AsyncIterator[bytes]:
         yield pending
 
 
-async def _one(client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, options: RequestOptions,
-               result: RequestResult) -> None:
+async def _one(
+    client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, options: RequestOptions, result: RequestResult
+) -> None:
     import httpx
 
     if prompt.body is not None:  # the owner's request as captured: streamed, so TTFT and ITL can be measured
         body = {**prompt.body, "model": target.model, "stream": True, "stream_options": {"include_usage": True}}
     else:
-        body = {"model": target.model, "prompt": prompt.text, "max_tokens": prompt.max_tokens, "stream": True,
-                "stream_options": {"include_usage": True}, "temperature": options.temperature,
-                "ignore_eos": options.ignore_eos}
+        body = {
+            "model": target.model,
+            "prompt": prompt.text,
+            "max_tokens": prompt.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": options.temperature,
+            "ignore_eos": options.ignore_eos,
+        }
     sent = time.perf_counter()
     last = sent
     try:
@@ -121,8 +128,7 @@ async def _one(client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, op
                     result.output_tokens = usage.get("completion_tokens")
                     result.usage_reported = True
                 if "error" in data:
-                    result.error = str(data["error"].get("message") if isinstance(data["error"], dict)
-                                       else data["error"])[:300]
+                    result.error = str(data["error"].get("message") if isinstance(data["error"], dict) else data["error"])[:300]
             # vllm bench serve's definition: the request ends at its last chunk with a choice (the
             # trailing usage chunk and [DONE] carry no token)
             result.latency = last - sent if result.chunks else time.perf_counter() - sent
@@ -136,9 +142,15 @@ async def _one(client: httpx.AsyncClient, target: LoadTarget, prompt: Prompt, op
         result.latency = time.perf_counter() - sent
 
 
-async def _drive(target: LoadTarget, schedule: Iterable[tuple[Prompt, float]], concurrency: int,
-                 options: RequestOptions, duration_s: float | None, on_result: Callable[[RequestResult], None],
-                 stop: threading.Event) -> tuple[list[RequestResult], float]:
+async def _drive(
+    target: LoadTarget,
+    schedule: Iterable[tuple[Prompt, float]],
+    concurrency: int,
+    options: RequestOptions,
+    duration_s: float | None,
+    on_result: Callable[[RequestResult], None],
+    stop: threading.Event,
+) -> tuple[list[RequestResult], float]:
     # imported here: httpx imports its CLI (and Rich with it, where click is installed) at
     # import time, which `rigctl bench list` and every other headless command must not pay for
     import httpx
@@ -150,8 +162,9 @@ async def _drive(target: LoadTarget, schedule: Iterable[tuple[Prompt, float]], c
     freed = asyncio.Event()
     results: list[RequestResult] = []
     tasks: set[asyncio.Task[None]] = set()
-    async with httpx.AsyncClient(base_url=target.base_url, headers=headers, limits=limits, timeout=timeout,
-                                 trust_env=False) as client:
+    async with httpx.AsyncClient(
+        base_url=target.base_url, headers=headers, limits=limits, timeout=timeout, trust_env=False
+    ) as client:
         began = time.perf_counter()
 
         async def run(prompt: Prompt, due: float) -> None:
@@ -175,7 +188,7 @@ async def _drive(target: LoadTarget, schedule: Iterable[tuple[Prompt, float]], c
                 freed.clear()
                 try:
                     await asyncio.wait_for(freed.wait(), 0.2)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
             if _over(stop, duration_s, began):
                 break
@@ -201,15 +214,19 @@ def _over(stop: threading.Event, duration_s: float | None, began: float) -> bool
     return stop.is_set() or (duration_s is not None and time.perf_counter() - began >= duration_s)
 
 
-def run_load(target: LoadTarget, schedule: Iterable[tuple[Prompt, float]], concurrency: int,
-             options: RequestOptions = RequestOptions(), duration_s: float | None = None,
-             on_result: Callable[[RequestResult], None] = lambda result: None,
-             stop: threading.Event | None = None) -> tuple[list[RequestResult], float]:
+def run_load(
+    target: LoadTarget,
+    schedule: Iterable[tuple[Prompt, float]],
+    concurrency: int,
+    options: RequestOptions = RequestOptions(),
+    duration_s: float | None = None,
+    on_result: Callable[[RequestResult], None] = lambda result: None,
+    stop: threading.Event | None = None,
+) -> tuple[list[RequestResult], float]:
     """Send the schedule's requests (each due at its offset, at most `concurrency` at a time)
     and wait for all of them; (results in the order sent, seconds from the first send to the
     last answer). `stop` ends it early: what is in flight is cancelled and kept as failed."""
-    return asyncio.run(_drive(target, schedule, concurrency, options, duration_s, on_result,
-                              stop or threading.Event()))
+    return asyncio.run(_drive(target, schedule, concurrency, options, duration_s, on_result, stop or threading.Event()))
 
 
 def schedule(prompts: Callable[[int], Prompt], due: Iterator[float]) -> Iterator[tuple[Prompt, float]]:

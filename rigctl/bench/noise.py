@@ -61,8 +61,14 @@ def read_all() -> dict[str, Noise]:
     out = {}
     for key, value in data.items():
         try:
-            out[key] = Noise(str(value["rig"]), str(value["profile"]), str(value["workload"]), int(value["runs"]),
-                             float(value["when"]), {str(k): float(v) for k, v in dict(value["spread"]).items()})
+            out[key] = Noise(
+                str(value["rig"]),
+                str(value["profile"]),
+                str(value["workload"]),
+                int(value["runs"]),
+                float(value["when"]),
+                {str(k): float(v) for k, v in dict(value["spread"]).items()},
+            )
         except (KeyError, TypeError, ValueError):
             continue  # a damaged entry is no measurement: calibrate again
     return out

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from rigctl.bench.metrics import Direction
 from rigctl.bench.trace import TracedRequest
 from rigctl.errors import BadInputError
 
@@ -13,6 +15,9 @@ ORDERS = ("ABA", "ABABA")  # each candidate between two controls, once or twice
 ARRIVALS = ("burst", "interval", "poisson", "recorded")  # recorded: a trace's own arrival times
 DATASET_FORMATS = ("sharegpt", "jsonl")
 MIN_REQUESTS = 20
+
+
+Role = Literal["control", "candidate"]  # an arm's part in a run
 
 
 @dataclass(frozen=True)
@@ -27,8 +32,9 @@ class WorkloadKind:
 
 KINDS: dict[str, WorkloadKind] = {
     "chat-short": WorkloadKind(512, 256, 0, "short chat turns: ~512-token prompts, 256-token answers"),
-    "agent-long": WorkloadKind(16384, 512, 12288, "coding-agent turns: a long shared prefix (the repo, the tools), "
-                                                  "a fresh tail, a medium answer"),
+    "agent-long": WorkloadKind(
+        16384, 512, 12288, "coding-agent turns: a long shared prefix (the repo, the tools), a fresh tail, a medium answer"
+    ),
     "prefill-heavy": WorkloadKind(8192, 16, 0, "long prompts, a few tokens out: what prefill and chunking cost"),
     "decode-heavy": WorkloadKind(128, 1024, 0, "short prompts, long answers: what decode speed is"),
 }
@@ -66,7 +72,7 @@ class Guard:
 @dataclass(frozen=True)
 class Gate:
     metric: str
-    direction: str  # "higher" | "lower"
+    direction: Direction  # which way the gate metric is better
     min_change: float  # relative
     guards: tuple[Guard, ...] = ()
     min_requests: int = MIN_REQUESTS  # an arm resting on fewer cannot promote
@@ -101,13 +107,13 @@ class BenchPlan:
         """The first candidate (a plan of one candidate's only one)."""
         return self.candidates[0]
 
-    def arms(self) -> list[tuple[str, str]]:
+    def arms(self) -> list[tuple[Role, str]]:
         """(role, profile) per arm, in order: every candidate between two controls, once (ABA:
         A B A, or A B A C A with two) or twice (ABABA: A B A C A B A C A)."""
         if self.runs:
             return [("control", self.control)] * self.runs
         rounds = 2 if self.order == "ABABA" else 1
-        out = [("control", self.control)]
+        out: list[tuple[Role, str]] = [("control", self.control)]
         for _ in range(rounds):
             for candidate in self.candidates:
                 out += [("candidate", candidate), ("control", self.control)]

@@ -5,6 +5,7 @@ the line and the key of each mistake, all of them at once."""
 from __future__ import annotations
 
 import difflib
+import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,6 @@ from rigctl.bench.trace import REPLAYED, TracedRequest, read_dataset, read_trace
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.toml_lines import key_lines, line_of
-from rigctl.tomlread import tomllib
 
 
 def plans_dir() -> Path:
@@ -51,8 +51,7 @@ def find_plan(name_or_path: str) -> Path:
     for where in (plans_dir(), shipped_plans_dir()):
         if (where / f"{name_or_path}.toml").is_file():
             return where / f"{name_or_path}.toml"
-    known = sorted({p.stem for where in (plans_dir(), shipped_plans_dir()) if where.is_dir()
-                    for p in where.glob("*.toml")})
+    known = sorted({p.stem for where in (plans_dir(), shipped_plans_dir()) if where.is_dir() for p in where.glob("*.toml")})
     close = difflib.get_close_matches(name_or_path, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else (f"; plans there: {', '.join(known)}" if known else "")
     raise PlanError([f"no plan named {name_or_path!r} (looked for {candidate}){hint}"])
@@ -88,11 +87,13 @@ class _Checker:
         for key in table:
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1)
-                self.problem((*where, key), "unknown key" + (f"; did you mean {close[0]!r}?" if close else
-                                                            f" (known: {', '.join(known)})"))
+                self.problem(
+                    (*where, key), "unknown key" + (f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})")
+                )
 
-    def text(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: str | None = None,
-             choices: tuple[str, ...] = ()) -> str | None:
+    def text(
+        self, table: dict[str, Any], key: str, where: tuple[str, ...], default: str | None = None, choices: tuple[str, ...] = ()
+    ) -> str | None:
         value = table.get(key, default)
         if value is None:
             return None
@@ -101,13 +102,13 @@ class _Checker:
             return None
         if choices and value not in choices:
             close = difflib.get_close_matches(value, choices, n=1)
-            self.problem((*where, key), f"{value!r} is not one of {', '.join(choices)}"
-                         + (f"; did you mean {close[0]!r}?" if close else ""))
+            self.problem(
+                (*where, key), f"{value!r} is not one of {', '.join(choices)}" + (f"; did you mean {close[0]!r}?" if close else "")
+            )
             return None
         return value
 
-    def whole(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: int | None,
-              minimum: int) -> int | None:
+    def whole(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: int | None, minimum: int) -> int | None:
         value = table.get(key, default)
         if value is None:
             return None
@@ -119,8 +120,16 @@ class _Checker:
             return None
         return value
 
-    def real(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: float | None,
-             minimum: float = 0.0, above: bool = True, maximum: float | None = None) -> float | None:
+    def real(
+        self,
+        table: dict[str, Any],
+        key: str,
+        where: tuple[str, ...],
+        default: float | None,
+        minimum: float = 0.0,
+        above: bool = True,
+        maximum: float | None = None,
+    ) -> float | None:
         value = table.get(key, default)
         if value is None:
             return None
@@ -129,8 +138,7 @@ class _Checker:
             return None
         if (value <= minimum if above else value < minimum) or (maximum is not None and value > maximum):
             bound = f"above {minimum:g}" if above else f"at least {minimum:g}"
-            self.problem((*where, key), f"must be {bound}" + (f" and at most {maximum:g}" if maximum else "")
-                         + f", not {value:g}")
+            self.problem((*where, key), f"must be {bound}" + (f" and at most {maximum:g}" if maximum else "") + f", not {value:g}")
             return None
         return float(value)
 
@@ -145,9 +153,28 @@ class _Checker:
 
 
 TOP = ("description", "control", "candidate", "candidates", "order", "workload", "gate", "quality")
-WORKLOAD_KEYS = ("kind", "concurrency", "requests", "duration_s", "arrival", "interval_s", "rate_per_s",
-                 "prompt_tokens", "max_tokens", "shared_prefix_tokens", "seed", "warmup_requests", "temperature",
-                 "ignore_eos", "timeout_s", "trace", "dataset", "format", "speed", "max_requests")
+WORKLOAD_KEYS = (
+    "kind",
+    "concurrency",
+    "requests",
+    "duration_s",
+    "arrival",
+    "interval_s",
+    "rate_per_s",
+    "prompt_tokens",
+    "max_tokens",
+    "shared_prefix_tokens",
+    "seed",
+    "warmup_requests",
+    "temperature",
+    "ignore_eos",
+    "timeout_s",
+    "trace",
+    "dataset",
+    "format",
+    "speed",
+    "max_requests",
+)
 GATE_KEYS = ("metric", "direction", "min_change", "guard", "min_requests")
 QUALITY_KEYS = ("command", "timeout_s")
 GUARD_KEYS = ("metric", "max_regression")
@@ -163,8 +190,7 @@ def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         line = message.rsplit("(at line ", 1)[1].split(",")[0] if "(at line " in message else None
-        raise PlanError([f"{path}:{line}: invalid TOML: {message}" if line else f"{path}: invalid TOML: {message}"]) \
-            from exc
+        raise PlanError([f"{path}:{line}: invalid TOML: {message}" if line else f"{path}: invalid TOML: {message}"]) from exc
     check = _Checker(path, text)
     check.unknown(data, TOP, ())
     description = data.get("description", "")
@@ -173,7 +199,7 @@ def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
     control = check.text(data, "control", ())
     candidates = _candidates(check, data)
     if "control" not in data:
-        check.problem((), "control = \"PROFILE\" is missing: a plan names its control and its candidate profile")
+        check.problem((), 'control = "PROFILE" is missing: a plan names its control and its candidate profile')
     order = check.text(data, "order", (), default="ABA", choices=ORDERS)
     workload = _workload(check, data)
     gate = _gate(check, data)
@@ -188,11 +214,23 @@ def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
     assert control and candidates and order and workload and gate  # every None above noted a problem
     for candidate in candidates:
         if control == candidate:
-            warnings.append(f"the candidate is the control ({control}): an A/A run, it measures this rig's noise "
-                            f"and never promotes")
-    return BenchPlan(name=path.stem, path=path, text=text, description=str(description), control=control,
-                     candidates=candidates, order=order, workload=workload, gate=gate, warnings=tuple(warnings),
-                     quality=quality, requests=requests)
+            warnings.append(
+                f"the candidate is the control ({control}): an A/A run, it measures this rig's noise and never promotes"
+            )
+    return BenchPlan(
+        name=path.stem,
+        path=path,
+        text=text,
+        description=str(description),
+        control=control,
+        candidates=candidates,
+        order=order,
+        workload=workload,
+        gate=gate,
+        warnings=tuple(warnings),
+        quality=quality,
+        requests=requests,
+    )
 
 
 def _candidates(check: _Checker, data: dict[str, Any]) -> tuple[str, ...] | None:
@@ -202,7 +240,7 @@ def _candidates(check: _Checker, data: dict[str, Any]) -> tuple[str, ...] | None
     if "candidates" in data:
         value = data["candidates"]
         if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-            check.problem(("candidates",), "must be a list of profile names, e.g. [\"awq\", \"autoround\"]")
+            check.problem(("candidates",), 'must be a list of profile names, e.g. ["awq", "autoround"]')
             return None
         if len(set(value)) != len(value):
             check.problem(("candidates",), "names a profile twice")
@@ -210,7 +248,7 @@ def _candidates(check: _Checker, data: dict[str, Any]) -> tuple[str, ...] | None
         return tuple(value)
     one = check.text(data, "candidate", ())
     if "candidate" not in data:
-        check.problem((), "candidate = \"PROFILE\" (or candidates = [...]) is missing: a plan names what it tries")
+        check.problem((), 'candidate = "PROFILE" (or candidates = [...]) is missing: a plan names what it tries')
     return (one,) if one else None
 
 
@@ -231,10 +269,11 @@ def _requests(check: _Checker, workload: Workload, plan: Path) -> tuple[tuple[Tr
     said = []
     replayed = [r for r in found if r.endpoint in REPLAYED]
     if len(replayed) < len(found):
-        said.append(f"{path}: {len(found) - len(replayed)} request(s) to other endpoints are not replayed "
-                    f"(only {', '.join(REPLAYED)})")
+        said.append(
+            f"{path}: {len(found) - len(replayed)} request(s) to other endpoints are not replayed (only {', '.join(REPLAYED)})"
+        )
     if workload.requests is not None:
-        replayed = replayed[:workload.requests]
+        replayed = replayed[: workload.requests]
     if not replayed:
         check.problem(("workload", "trace" if workload.trace else "dataset"), f"{path}: no request to replay")
     models = sorted({r.model for r in replayed if r.model})
@@ -251,8 +290,7 @@ def _quality(check: _Checker, data: dict[str, Any]) -> Quality | None:
     check.unknown(table, QUALITY_KEYS, q)
     command = table.get("command")
     if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
-        check.problem((*q, "command"), 'must be a command as a list of strings, e.g. ["./my-eval.sh"] (never a shell '
-                                       'string)')
+        check.problem((*q, "command"), 'must be a command as a list of strings, e.g. ["./my-eval.sh"] (never a shell string)')
         return None
     timeout = check.real(table, "timeout_s", q, 600.0)
     return Quality(tuple(command), timeout or 600.0)
@@ -287,29 +325,29 @@ def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
     duration = check.real(table, "duration_s", w, None)
     if requests is not None and duration is not None:
         check.problem((*w, "duration_s"), "give requests or duration_s, not both")
-    if requests is None and duration is None and "requests" not in table and "duration_s" not in table \
-            and not owners:
+    if requests is None and duration is None and "requests" not in table and "duration_s" not in table and not owners:
         requests = max(16, 4 * (concurrency or 4))
     arrival = check.text(table, "arrival", w, default="recorded" if trace else "burst", choices=ARRIVALS)
     if arrival == "recorded" and not trace:
-        check.problem((*w, "arrival"), "arrival = \"recorded\" replays a trace's own times: it needs trace = ...")
+        check.problem((*w, "arrival"), 'arrival = "recorded" replays a trace\'s own times: it needs trace = ...')
     speed = check.real(table, "speed", w, 1.0)
     if "speed" in table and arrival != "recorded":
-        check.problem((*w, "speed"), "speed compresses recorded arrivals: it is for arrival = \"recorded\"")
+        check.problem((*w, "speed"), 'speed compresses recorded arrivals: it is for arrival = "recorded"')
     interval = check.real(table, "interval_s", w, None)
     rate = check.real(table, "rate_per_s", w, None)
     if arrival == "interval" and interval is None and "interval_s" not in table:
-        check.problem((*w, "arrival"), "arrival = \"interval\" needs interval_s (seconds between requests)")
+        check.problem((*w, "arrival"), 'arrival = "interval" needs interval_s (seconds between requests)')
     if arrival == "poisson" and rate is None and "rate_per_s" not in table:
-        check.problem((*w, "arrival"), "arrival = \"poisson\" needs rate_per_s (mean requests per second)")
+        check.problem((*w, "arrival"), 'arrival = "poisson" needs rate_per_s (mean requests per second)')
     for key, wanted in (("interval_s", "interval"), ("rate_per_s", "poisson")):
         if key in table and arrival and arrival != wanted:
-            check.problem((*w, key), f"{key} is for arrival = \"{wanted}\"; this plan's arrival is {arrival!r}")
+            check.problem((*w, key), f'{key} is for arrival = "{wanted}"; this plan\'s arrival is {arrival!r}')
     prompt = check.whole(table, "prompt_tokens", w, kind.prompt_tokens, 1)
     shared = check.whole(table, "shared_prefix_tokens", w, kind.shared_prefix_tokens, 0)
     if prompt is not None and shared is not None and shared >= prompt:
-        check.problem((*w, "shared_prefix_tokens"), f"must be below prompt_tokens ({prompt}): every request needs "
-                                                   f"a tail of its own")
+        check.problem(
+            (*w, "shared_prefix_tokens"), f"must be below prompt_tokens ({prompt}): every request needs a tail of its own"
+        )
     max_tokens = check.whole(table, "max_tokens", w, kind.max_tokens, 1)
     seed = check.whole(table, "seed", w, 1, 0)
     warmup = check.whole(table, "warmup_requests", w, concurrency or 4, 0)
@@ -321,12 +359,27 @@ def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
     values = (kind_name, concurrency, arrival, prompt, shared, max_tokens, seed, warmup, temperature, timeout, speed)
     if any(v is None for v in values) or (requests is None and duration is None and not owners):
         return None
-    return Workload(kind=kind_name or "", concurrency=concurrency or 1, requests=requests, duration_s=duration,
-                    arrival=arrival or "burst", interval_s=interval, rate_per_s=rate, prompt_tokens=prompt or 1,
-                    max_tokens=max_tokens or 1, shared_prefix_tokens=shared or 0, seed=seed or 0,
-                    warmup_requests=warmup or 0, temperature=temperature or 0.0, ignore_eos=bool(ignore_eos),
-                    timeout_s=timeout or 600.0, trace=trace, dataset=dataset,
-                    dataset_format=dataset_format if dataset else None, speed=speed or 1.0)
+    return Workload(
+        kind=kind_name or "",
+        concurrency=concurrency or 1,
+        requests=requests,
+        duration_s=duration,
+        arrival=arrival or "burst",
+        interval_s=interval,
+        rate_per_s=rate,
+        prompt_tokens=prompt or 1,
+        max_tokens=max_tokens or 1,
+        shared_prefix_tokens=shared or 0,
+        seed=seed or 0,
+        warmup_requests=warmup or 0,
+        temperature=temperature or 0.0,
+        ignore_eos=bool(ignore_eos),
+        timeout_s=timeout or 600.0,
+        trace=trace,
+        dataset=dataset,
+        dataset_format=dataset_format if dataset else None,
+        speed=speed or 1.0,
+    )
 
 
 def _metric(check: _Checker, table: dict[str, Any], where: tuple[str, ...]) -> str | None:
@@ -336,8 +389,10 @@ def _metric(check: _Checker, table: dict[str, Any], where: tuple[str, ...]) -> s
         return None
     if not isinstance(name, str) or name not in METRICS:
         close = difflib.get_close_matches(str(name), tuple(METRICS), n=1)
-        check.problem((*where, "metric"), f"unknown metric {name!r}" + (f"; did you mean {close[0]!r}?" if close
-                                                                      else f" (known: {', '.join(METRICS)})"))
+        check.problem(
+            (*where, "metric"),
+            f"unknown metric {name!r}" + (f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(METRICS)})"),
+        )
         return None
     return name
 
@@ -354,13 +409,11 @@ def _gate(check: _Checker, data: dict[str, Any]) -> Gate | None:
     natural = METRICS[metric].better if metric else None
     direction = check.text(table, "direction", g, default=natural, choices=("higher", "lower"))
     if metric and direction and direction != natural:
-        check.problem((*g, "direction"), f"{metric} is better {natural}; direction = {direction!r} would promote a "
-                                         f"worse candidate")
+        check.problem((*g, "direction"), f"{metric} is better {natural}; direction = {direction!r} would promote a worse candidate")
         direction = None
     min_change = check.real(table, "min_change", g, None, maximum=10.0)
     if "min_change" not in table:
-        check.problem(g, "min_change is missing: the smallest relative gain that counts (0.05 = 5%), written "
-                         "before the run")
+        check.problem(g, "min_change is missing: the smallest relative gain that counts (0.05 = 5%), written before the run")
     guards = []
     raw_guards = table.get("guard", [])
     if isinstance(raw_guards, dict):
@@ -383,4 +436,4 @@ def _gate(check: _Checker, data: dict[str, Any]) -> Gate | None:
     min_requests = check.whole(table, "min_requests", g, MIN_REQUESTS, 1)
     if metric is None or direction is None or min_change is None or min_requests is None:
         return None
-    return Gate(metric, direction, min_change, tuple(guards), min_requests)
+    return Gate(metric, "higher" if direction == "higher" else "lower", min_change, tuple(guards), min_requests)

@@ -36,19 +36,29 @@ class QualityResult:
         if not isinstance(data, dict):
             return None
         value = data.get("value")
-        return QualityResult(str(data.get("score", "")), float(value) if isinstance(value, (int, float)) else None,
-                             str(data.get("error", "")), float(data.get("seconds") or 0.0))
+        return QualityResult(
+            str(data.get("score", "")),
+            float(value) if isinstance(value, (int, float)) else None,
+            str(data.get("error", "")),
+            float(data.get("seconds") or 0.0),
+        )
 
 
-def run_quality(quality: Quality, base_url: str, model: str, api_key: str | None, cwd: Path,
-                profile: str = "") -> QualityResult:
+def run_quality(quality: Quality, base_url: str, model: str, api_key: str | None, cwd: Path, profile: str = "") -> QualityResult:
     """The command as an argv list (never a shell), bounded by its timeout."""
-    env = {**os.environ, "RIGCTL_BASE_URL": base_url, "RIGCTL_MODEL": model, "RIGCTL_PROFILE": profile,
-           "OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": api_key or "EMPTY"}
+    env = {
+        **os.environ,
+        "RIGCTL_BASE_URL": base_url,
+        "RIGCTL_MODEL": model,
+        "RIGCTL_PROFILE": profile,
+        "OPENAI_BASE_URL": f"{base_url}/v1",
+        "OPENAI_API_KEY": api_key or "EMPTY",
+    }
     started = time.monotonic()
     try:
-        done = subprocess.run(list(quality.command), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=quality.timeout_s)
+        done = subprocess.run(
+            list(quality.command), cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=quality.timeout_s
+        )
     except subprocess.TimeoutExpired:
         return QualityResult("", None, f"the quality command ran past its {quality.timeout_s:g} s", quality.timeout_s)
     except OSError as exc:
@@ -57,8 +67,12 @@ def run_quality(quality: Quality, base_url: str, model: str, api_key: str | None
     lines = [line.strip() for line in done.stdout[-OUTPUT_LIMIT:].decode(errors="replace").splitlines() if line.strip()]
     if done.returncode != 0:
         said = (done.stderr[-OUTPUT_LIMIT:].decode(errors="replace").strip().splitlines() or lines or [""])[-1][:200]
-        return QualityResult(lines[-1][:200] if lines else "", None,
-                             f"the quality command exited {done.returncode}" + (f": {said}" if said else ""), seconds)
+        return QualityResult(
+            lines[-1][:200] if lines else "",
+            None,
+            f"the quality command exited {done.returncode}" + (f": {said}" if said else ""),
+            seconds,
+        )
     if not lines:
         return QualityResult("", None, "the quality command printed no score (its last line is the score)", seconds)
     score = lines[-1][:200]

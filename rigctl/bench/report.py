@@ -18,8 +18,9 @@ from rigctl.bench.plan import PlanError
 from rigctl.bench.plan_file import parse_plan
 from rigctl.bench.quality import QualityResult
 from rigctl.bench.rawdir import RawDir, kept_runs
-from rigctl.bench.run import BenchResult, judge
-from rigctl.bench.summary import Sample, arm_figures, cold_check, verification_baseline
+from rigctl.bench.run import BenchResult, judge, run_status
+from rigctl.bench.summary import Sample, arm_figures
+from rigctl.engine.coldcache import cold_check, verification_baseline
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.errors import BadInputError
@@ -32,8 +33,11 @@ def value_text(metric: Metric, value: float | None) -> str:
     if metric.kind == "seconds":
         return fmt.latency(value)
     if metric.kind == "ratio":
-        return f"{value:.2f}x" if metric.name == "kv_pool_per_max_len" else (
-            f"{value:.2f}" if metric.name == "spec_acceptance_length" else fmt.frac_pct(value))
+        return (
+            f"{value:.2f}x"
+            if metric.name == "kv_pool_per_max_len"
+            else (f"{value:.2f}" if metric.name == "spec_acceptance_length" else fmt.frac_pct(value))
+        )
     if metric.kind in ("tokens", "count"):
         return f"{value:,.0f}"
     if metric.kind == "joules":
@@ -61,18 +65,28 @@ def render(data: dict[str, Any]) -> str:
     candidates = [c["profile"] for c in data.get("candidates", [])] or [data["candidate"]]
     builds = [data["control"], *[c for c in candidates if c != data["control"]]]
     letter = {name: LETTERS[i] for i, name in enumerate(builds)}
-    lines = [f"bench {data['plan']}: {data.get('description') or ''}".rstrip(": "),
-             "  " + "   ".join(f"{letter[b]} = {'control' if b == data['control'] else 'candidate'} {b}"
-                                for b in builds) + f"   order {data['order']}"]
+    lines = [
+        f"bench {data['plan']}: {data.get('description') or ''}".rstrip(": "),
+        "  "
+        + "   ".join(f"{letter[b]} = {'control' if b == data['control'] else 'candidate'} {b}" for b in builds)
+        + f"   order {data['order']}",
+    ]
     workload = data.get("workload", {})
     if workload:
-        amount = (f"{workload['requests']} requests" if workload.get("requests")
-                  else f"{workload.get('duration_s')} s" if workload.get("duration_s") else "every request")
+        amount = (
+            f"{workload['requests']} requests"
+            if workload.get("requests")
+            else f"{workload.get('duration_s')} s"
+            if workload.get("duration_s")
+            else "every request"
+        )
         source = workload.get("trace") or workload.get("dataset")
-        what = (f"{workload.get('kind')} {source}" if source else f"{workload.get('kind')}, ~"
-                f"{workload.get('prompt_tokens')} prompt tokens, {workload.get('max_tokens')} out")
-        lines.append(f"  workload {what}: {amount} at {workload.get('concurrency')} concurrent, "
-                     f"{workload.get('arrival')} arrival")
+        what = (
+            f"{workload.get('kind')} {source}"
+            if source
+            else f"{workload.get('kind')}, ~{workload.get('prompt_tokens')} prompt tokens, {workload.get('max_tokens')} out"
+        )
+        lines.append(f"  workload {what}: {amount} at {workload.get('concurrency')} concurrent, {workload.get('arrival')} arrival")
     for entry in data.get("candidates", []) or [{"profile": data["candidate"], "change": data.get("changes", [])}]:
         for change in entry.get("change", []):
             changed = Change(change["what"], change["control"], change["candidate"])
@@ -88,11 +102,20 @@ def render(data: dict[str, Any]) -> str:
         metric = METRICS[name]
         label = metric.label + (" ◀ gate" if name == gate_metric else "")
         means = {b: _mean([a[name] for a in arms if a["profile"] == b and a.get(name) is not None]) for b in builds}
-        rows.append([label, *[value_text(metric, means[b]) for b in builds],
-                     *[_change(means[builds[0]], means[b]) for b in others]])
+        rows.append(
+            [label, *[value_text(metric, means[b]) for b in builds], *[_change(means[builds[0]], means[b]) for b in others]]
+        )
     if any(a.get("quality") for a in arms):
-        rows.append(["quality", *[" / ".join(str((a.get("quality") or {}).get("score") or "failed")
-                                             for a in arms if a["profile"] == b) for b in builds], *["" for _ in others]])
+        rows.append(
+            [
+                "quality",
+                *[
+                    " / ".join(str((a.get("quality") or {}).get("score") or "failed") for a in arms if a["profile"] == b)
+                    for b in builds
+                ],
+                *["" for _ in others],
+            ]
+        )
     lines += ["", fmt.table(rows, "<" + ">" * (len(header) - 1)), ""]
     for arm in arms:
         cache = {True: "cold", False: "WARM"}.get(arm["cold_cache"], "unproven")
@@ -100,15 +123,20 @@ def render(data: dict[str, Any]) -> str:
         interval = (arm.get("intervals") or {}).get(gate_metric)
         shown = value_text(METRICS[gate_metric], value) + (
             f" (95%: {value_text(METRICS[gate_metric], interval[0])} to {value_text(METRICS[gate_metric], interval[1])})"
-            if interval else "")
-        lines.append(f"  arm {arm['number']} {letter.get(arm['profile'], '?')}: {arm['completed']}/{arm['requests']} "
-                     f"requests, {gate_metric} {shown}, cache {cache}, GPU peak {fmt.celsius(arm.get('gpu_temp_peak_c'))}")
+            if interval
+            else ""
+        )
+        lines.append(
+            f"  arm {arm['number']} {letter.get(arm['profile'], '?')}: {arm['completed']}/{arm['requests']} "
+            f"requests, {gate_metric} {shown}, cache {cache}, GPU peak {fmt.celsius(arm.get('gpu_temp_peak_c'))}"
+        )
     gate = data["gate"]
     lines.append("")
-    lines.append(f"gate: {gate_metric} {gate['direction']} by at least {gate['min_change'] * 100:.1f}%, every arm on "
-                 f"{gate.get('min_requests', 20)}+ requests"
-                 + "".join(f"; guard {g['metric']} at most {g['max_regression'] * 100:.1f}% worse"
-                           for g in gate.get("guards", [])))
+    lines.append(
+        f"gate: {gate_metric} {gate['direction']} by at least {gate['min_change'] * 100:.1f}%, every arm on "
+        f"{gate.get('min_requests', 20)}+ requests"
+        + "".join(f"; guard {g['metric']} at most {g['max_regression'] * 100:.1f}% worse" for g in gate.get("guards", []))
+    )
     if data.get("control_drift") is not None:
         lines.append(f"controls' drift: {data['control_drift'] * 100:.1f}%")
     for note in [*data.get("notes", []), *data.get("warnings", [])]:
@@ -121,8 +149,10 @@ def render(data: dict[str, Any]) -> str:
     if data.get("verdict") and len(verdicts) > 1:
         for entry in verdicts:
             gain = f" ({entry['gain'] * 100:+.1f}%)" if entry.get("gain") is not None else ""
-            lines.append(f"verdict {letter.get(entry['profile'], '?')} {entry['profile']}: "
-                         f"{str(entry['verdict']).upper()}{gain}: " + "; ".join(entry.get("reasons") or []))
+            lines.append(
+                f"verdict {letter.get(entry['profile'], '?')} {entry['profile']}: "
+                f"{str(entry['verdict']).upper()}{gain}: " + "; ".join(entry.get("reasons") or [])
+            )
     elif data.get("verdict"):
         reasons = data.get("reasons") or [data.get("reason") or "no reason was recorded"]
         lines.append(f"verdict: {data['verdict'].upper()}: {reasons[0]}")
@@ -170,23 +200,53 @@ def reload(raw: RawDir) -> dict[str, Any]:
         results = [_request(r) for r in raw.read_lines(f"{stem}.requests.jsonl")]
         samples = [Sample.from_json(s) for s in raw.read_lines(f"{stem}.samples.jsonl")]
         boot = summary.get("boot", {})
-        figures = arm_figures(results, float(summary.get("duration_s") or 0.0), _snapshot(raw, f"{stem}.metrics-before.prom"),
-                              _snapshot(raw, f"{stem}.metrics-after.prom"), samples, boot.get("kv_tokens"),
-                              boot.get("max_model_len"))
-        cold = cold_check(_snapshot(raw, f"{stem}.metrics-cold.prom"), _snapshot(raw, f"{stem}.metrics-before.prom"),
-                          _snapshot(raw, f"{stem}.metrics-after.prom"), verification_baseline(boot))
-        arms.append(ArmRecord(number, role, profile, cold, figures, boot, summary.get("warmup_requests", 0),
-                              summary.get("warmup_failed", 0), tuple(summary.get("serving_gpus", ())),
-                              summary.get("started", 0.0), str(summary.get("server_died") or ""),
-                              QualityResult.from_json(summary.get("quality"))))
+        figures = arm_figures(
+            results,
+            float(summary.get("duration_s") or 0.0),
+            _snapshot(raw, f"{stem}.metrics-before.prom"),
+            _snapshot(raw, f"{stem}.metrics-after.prom"),
+            samples,
+            boot.get("kv_tokens"),
+            boot.get("max_model_len"),
+        )
+        cold = cold_check(
+            _snapshot(raw, f"{stem}.metrics-cold.prom"),
+            _snapshot(raw, f"{stem}.metrics-before.prom"),
+            _snapshot(raw, f"{stem}.metrics-after.prom"),
+            verification_baseline(boot),
+        )
+        arms.append(
+            ArmRecord(
+                number,
+                role,
+                profile,
+                cold,
+                figures,
+                boot,
+                summary.get("warmup_requests", 0),
+                summary.get("warmup_failed", 0),
+                tuple(summary.get("serving_gpus", ())),
+                summary.get("started", 0.0),
+                str(summary.get("server_died") or ""),
+                QualityResult.from_json(summary.get("quality")),
+            )
+        )
     status, message = kept.get("status"), kept.get("message", "")
     if status is None:  # no verdict was written: the run is going on, or its rigctl died
         status, message = ending(raw)
     changes = run.get("changes", {})
     if isinstance(changes, list):  # a run kept before several candidates: its one candidate's list
         changes = {plan.candidate: changes}
-    result = BenchResult(plan, raw, arms, status=status, message=message, serving=kept.get("serving"),
-                         changes=changes, warnings=run.get("warnings", []))
+    result = BenchResult(
+        plan,
+        raw,
+        arms,
+        status=run_status(status),
+        message=message,
+        serving=kept.get("serving"),
+        changes=changes,
+        warnings=run.get("warnings", []),
+    )
     if result.status == "complete":
         result.verdicts = judge(plan, arms, changes, run.get("rig"))
     return result.to_json()
@@ -216,11 +276,17 @@ def list_rows() -> list[list[str]]:
         control = next((p for r, p in arms if r == "control"), "?")
         candidate = next((p for r, p in arms if r == "candidate"), "?")
         change = kept.get("change")
-        outcome = kept.get("verdict") or (kept.get("message") if kept.get("status") == "cut_short" else None) \
-            or kept.get("status")
+        outcome = kept.get("verdict") or (kept.get("message") if kept.get("status") == "cut_short" else None) or kept.get("status")
         if not kept:
             outcome = ending(raw)[1]
-        rows.append([raw.path.name, time.strftime("%Y-%m-%d %H:%M", time.localtime(run.get("started", 0))),
-                     f"{control} -> {candidate}", json.dumps(run.get("gate", {}).get("metric")).strip('"'),
-                     f"{change * 100:+.1f}%" if isinstance(change, (int, float)) else "", str(outcome)])
+        rows.append(
+            [
+                raw.path.name,
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(run.get("started", 0))),
+                f"{control} -> {candidate}",
+                json.dumps(run.get("gate", {}).get("metric")).strip('"'),
+                f"{change * 100:+.1f}%" if isinstance(change, (int, float)) else "",
+                str(outcome),
+            ]
+        )
     return rows

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rigctl import __version__, fmt
 from rigctl.bench.arm import ArmRecord, measure_arm, server_death
@@ -34,8 +34,21 @@ from rigctl.errors import ExitCode, RigctlError
 from rigctl.serve import boots
 from rigctl.serve.lock import RigLock
 from rigctl.serve.serving import find_running
-from rigctl.serve.steps import Interrupt, Prepared, ServeContext
+from rigctl.serve.steps import Prepared, ServeContext
 from rigctl.serve.switch import SwitchOutcome, left_behind, serving_name, switch
+
+RunStatus = Literal["complete", "failed", "interrupted", "cut_short"]  # cut_short: said by a later rigctl
+
+
+def run_status(value: object) -> RunStatus:
+    """A status read back from a kept run; anything else is a run that failed."""
+    known: dict[str, RunStatus] = {
+        "complete": "complete",
+        "failed": "failed",
+        "interrupted": "interrupted",
+        "cut_short": "cut_short",
+    }
+    return known.get(value, "failed") if isinstance(value, str) else "failed"
 
 
 @dataclass
@@ -44,7 +57,7 @@ class BenchResult:
     raw: RawDir
     arms: list[ArmRecord] = field(default_factory=list)
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # per candidate, in the plan's order
-    status: str = "complete"  # complete | failed | interrupted (| cut_short, said by a later rigctl)
+    status: RunStatus = "complete"
     message: str = ""
     serving: str | None = None  # the profile serving when the run ended
     changes: dict[str, list[dict[str, str | None]]] = field(default_factory=dict)  # per candidate
@@ -71,41 +84,69 @@ class BenchResult:
     def to_json(self) -> dict[str, Any]:
         plan, verdict = self.plan, self.verdict
         return {
-            "plan": plan.name, "description": plan.description, "plan_file": str(plan.path),
-            "control": plan.control, "candidate": verdict.candidate if verdict else plan.candidate,
-            "order": plan.order, "workload": asdict(plan.workload), "status": self.status, "message": self.message,
-            "verdict": verdict.verdict if verdict else None, "reason": verdict.reason if verdict else self.message,
+            "plan": plan.name,
+            "description": plan.description,
+            "plan_file": str(plan.path),
+            "control": plan.control,
+            "candidate": verdict.candidate if verdict else plan.candidate,
+            "order": plan.order,
+            "workload": asdict(plan.workload),
+            "status": self.status,
+            "message": self.message,
+            "verdict": verdict.verdict if verdict else None,
+            "reason": verdict.reason if verdict else self.message,
             "reasons": list(verdict.reasons) if verdict else ([self.message] if self.message else []),
-            "gate": {"metric": plan.gate.metric, "direction": plan.gate.direction, "min_change": plan.gate.min_change,
-                     "min_requests": plan.gate.min_requests, "guards": [asdict(g) for g in plan.gate.guards]},
+            "gate": {
+                "metric": plan.gate.metric,
+                "direction": plan.gate.direction,
+                "min_change": plan.gate.min_change,
+                "min_requests": plan.gate.min_requests,
+                "guards": [asdict(g) for g in plan.gate.guards],
+            },
             "control_mean": verdict.control_mean if verdict else None,
             "candidate_mean": verdict.candidate_mean if verdict else None,
             "change": verdict.change if verdict else None,
             "control_drift": verdict.control_drift if verdict else None,
             "guards": [asdict(g) for g in verdict.guards] if verdict else [],
-            "notes": list(verdict.notes) if verdict else [], "evidence": list(verdict.evidence) if verdict else [],
-            "warnings": self.warnings, "changes": self.changes.get(plan.candidate, []),
-            "candidates": [{"profile": name, "verdict": v.verdict if v else None,
-                            "reasons": list(v.reasons) if v else [], "change": self.changes.get(name, []),
-                            "gain": v.change if v else None, "control_mean": v.control_mean if v else None,
-                            "candidate_mean": v.candidate_mean if v else None,
-                            "candidate_drift": v.candidate_drift if v else None,
-                            "guards": [asdict(g) for g in v.guards] if v else [], "notes": list(v.notes) if v else [],
-                            "evidence": list(v.evidence) if v else []}
-                           for name in plan.candidates for v in [self.verdicts.get(name)]],
-            "arms": [a.to_json() for a in self.arms], "serving": self.serving, "raw_dir": str(self.raw.path),
+            "notes": list(verdict.notes) if verdict else [],
+            "evidence": list(verdict.evidence) if verdict else [],
+            "warnings": self.warnings,
+            "changes": self.changes.get(plan.candidate, []),
+            "candidates": [
+                {
+                    "profile": name,
+                    "verdict": v.verdict if v else None,
+                    "reasons": list(v.reasons) if v else [],
+                    "change": self.changes.get(name, []),
+                    "gain": v.change if v else None,
+                    "control_mean": v.control_mean if v else None,
+                    "candidate_mean": v.candidate_mean if v else None,
+                    "candidate_drift": v.candidate_drift if v else None,
+                    "guards": [asdict(g) for g in v.guards] if v else [],
+                    "notes": list(v.notes) if v else [],
+                    "evidence": list(v.evidence) if v else [],
+                }
+                for name in plan.candidates
+                for v in [self.verdicts.get(name)]
+            ],
+            "arms": [a.to_json() for a in self.arms],
+            "serving": self.serving,
+            "raw_dir": str(self.raw.path),
         }
 
 
-def judge(plan: BenchPlan, arms: list[ArmRecord], changes: dict[str, list[dict[str, str | None]]],
-          rig: str | None) -> dict[str, Verdict]:
+def judge(
+    plan: BenchPlan, arms: list[ArmRecord], changes: dict[str, list[dict[str, str | None]]], rig: str | None
+) -> dict[str, Verdict]:
     """A verdict per candidate, each against the controls around it, with the rig's measured
     noise where it is known."""
     outcomes = [a.outcome(plan.gate.metric) for a in arms]
     measured = known(rig, plan.control, plan.workload) if rig else None
     noise = measured.of(plan.gate.metric) if measured else None
-    return {name: decide(plan.gate, outcomes, name, noise, len(changes.get(name, [])) if name in changes else None)
-            for name in plan.candidates}
+    return {
+        name: decide(plan.gate, outcomes, name, noise, len(changes.get(name, [])) if name in changes else None)
+        for name in plan.candidates
+    }
 
 
 def _boot_of(profile: str, since: float, outcome: SwitchOutcome) -> dict[str, Any]:
@@ -114,16 +155,19 @@ def _boot_of(profile: str, since: float, outcome: SwitchOutcome) -> dict[str, An
         if record.profile == profile and record.when >= since:
             return record.to_json()
     report = outcome.attempt.report if outcome.attempt else None
-    return {"profile": profile, "kv_tokens": report.pool_tokens if report else None,
-            "max_concurrency": report.max_concurrency if report else None,
-            "max_model_len": report.concurrency_len if report else None,
-            "boot_seconds": round(outcome.attempt.seconds, 2) if outcome.attempt else None}
+    return {
+        "profile": profile,
+        "kv_tokens": report.pool_tokens if report else None,
+        "max_concurrency": report.max_concurrency if report else None,
+        "max_model_len": report.concurrency_len if report else None,
+        "boot_seconds": round(outcome.attempt.seconds, 2) if outcome.attempt else None,
+    }
 
 
 def _switch(ctx: ServeContext, target: Prepared, control: Prepared) -> SwitchOutcome:
     """A switch to a profile as the bench resolved it at the start (an edit of its file since
     changes nothing), rolling back to the control as resolved, which stays the last good profile."""
-    ctx.interrupt = Interrupt()  # a Ctrl-C that stopped the previous step must not stop this switch
+    ctx.interrupt.reset()  # a Ctrl-C that stopped the previous step must not stop this switch
     # no drain: the bench's own traffic is over; the verification runs, and its counters are the
     # arm's cold baseline (bench/arm.py)
     return switch(ctx, target.profile.name, rollback=True, prepared=target, fallback=control, drain=0)
@@ -145,9 +189,15 @@ def _restore(ctx: ServeContext, result: BenchResult, control: Prepared) -> None:
         result.message += f"; the control {control.profile.name} could not be put back: {outcome.message}"
 
 
-def run_bench(ctx: ServeContext, checked: CheckedPlan, *, keep_candidate: bool = False,
-              on_progress: Callable[[ArmProgress], None] = lambda progress: None,
-              stop: threading.Event | None = None, lock_wait: float = 0.0) -> BenchResult:
+def run_bench(
+    ctx: ServeContext,
+    checked: CheckedPlan,
+    *,
+    keep_candidate: bool = False,
+    on_progress: Callable[[ArmProgress], None] = lambda progress: None,
+    stop: threading.Event | None = None,
+    lock_wait: float = 0.0,
+) -> BenchResult:
     """The run. Whatever goes wrong once an arm has switched (a failed boot, a full disk, a
     server that dies, Ctrl-C), the control serves at the end, or the result says exactly what
     serves and why the control could not be put back."""
@@ -157,26 +207,46 @@ def run_bench(ctx: ServeContext, checked: CheckedPlan, *, keep_candidate: bool =
         try:
             raw = RawDir.create(plan.name)
             raw.write_text("plan.toml", plan.text)
-            result = BenchResult(plan, raw, changes={
-                name: [{"what": c.what, "control": c.before, "candidate": c.after} for c in changed]
-                for name, changed in checked.changes.items()}, warnings=list(checked.warnings))
+            result = BenchResult(
+                plan,
+                raw,
+                changes={
+                    name: [{"what": c.what, "control": c.before, "candidate": c.after} for c in changed]
+                    for name, changed in checked.changes.items()
+                },
+                warnings=list(checked.warnings),
+            )
             if plan.requests:  # the owner's requests as this run sent them: a report needs no other file
                 raw.write_lines("workload.jsonl", (r.to_json() for r in plan.requests))
-            raw.write_json("run.json", {"plan": plan.name, "plan_file": str(plan.path), "started": time.time(),
-                                        "rigctl": __version__, "host": platform.node(),
-                                        "rig": ctx.rig.backend if ctx.rig else None, "order": plan.order,
-                                        "arms": plan.arms(), "workload": asdict(plan.workload),
-                                        "gate": asdict(plan.gate), "changes": result.changes,
-                                        "warnings": result.warnings, "serving_before": serving_name(ctx)})
+            raw.write_json(
+                "run.json",
+                {
+                    "plan": plan.name,
+                    "plan_file": str(plan.path),
+                    "started": time.time(),
+                    "rigctl": __version__,
+                    "host": platform.node(),
+                    "rig": ctx.rig.backend if ctx.rig else None,
+                    "order": plan.order,
+                    "arms": plan.arms(),
+                    "workload": asdict(plan.workload),
+                    "gate": asdict(plan.gate),
+                    "changes": result.changes,
+                    "warnings": result.warnings,
+                    "serving_before": serving_name(ctx),
+                },
+            )
             live = LiveWriter(plan.name, raw.path, plan.control, ", ".join(plan.candidates))
         except OSError as exc:
-            raise RigctlError(f"the bench's raw files cannot be written ({_reason(exc)}); nothing was "
-                              f"switched") from None
+            raise RigctlError(f"the bench's raw files cannot be written ({_reason(exc)}); nothing was switched") from None
 
         clock = RunClock(plan.arms(), last_boots([plan.control, *plan.candidates]), plan.workload.duration_s)
         first = clock.estimate(ArmProgress(0, len(plan.arms()), "control", plan.control, "starting"))
-        ctx.say("step", f"{len(plan.arms())} arms, about {first.describe(fmt.seconds)} in all (boots from each "
-                        f"profile's last{'; the measuring known after the first arm' if first.floor else ''})")
+        ctx.say(
+            "step",
+            f"{len(plan.arms())} arms, about {first.describe(fmt.seconds)} in all (boots from each "
+            f"profile's last{'; the measuring known after the first arm' if first.floor else ''})",
+        )
 
         def progress(step: ArmProgress) -> None:
             step = clock.stamp(step)
@@ -195,8 +265,11 @@ def run_bench(ctx: ServeContext, checked: CheckedPlan, *, keep_candidate: bool =
             live.close()
         else:
             live.leave(result.message or f"the bench ended with {result.serving or 'nothing'} serving")
-            result.message += (f"; the control {plan.control} was not put back: `rigctl bench --restore` puts it "
-                               f"back") if "bench --restore" not in result.message else ""
+            result.message += (
+                (f"; the control {plan.control} was not put back: `rigctl bench --restore` puts it back")
+                if "bench --restore" not in result.message
+                else ""
+            )
         _finish(result)
     return result
 
@@ -207,8 +280,14 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _run(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, progress: Callable[[ArmProgress], None],
-         stop: threading.Event, keep_candidate: bool) -> None:
+def _run(
+    ctx: ServeContext,
+    checked: CheckedPlan,
+    result: BenchResult,
+    progress: Callable[[ArmProgress], None],
+    stop: threading.Event,
+    keep_candidate: bool,
+) -> None:
     plan = checked.plan
     try:
         _arms(ctx, checked, result, progress, stop)
@@ -245,8 +324,9 @@ def _finish(result: BenchResult) -> None:
         result.warnings.append(f"verdict.json was not written: {exc.strerror or exc}")
 
 
-def _arms(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, on_progress: Callable[[ArmProgress], None],
-          stop: threading.Event) -> None:
+def _arms(
+    ctx: ServeContext, checked: CheckedPlan, result: BenchResult, on_progress: Callable[[ArmProgress], None], stop: threading.Event
+) -> None:
     plan = checked.plan
     arms = plan.arms()
     for number, (role, profile) in enumerate(arms, start=1):
@@ -269,9 +349,21 @@ def _arms(ctx: ServeContext, checked: CheckedPlan, result: BenchResult, on_progr
             result.message = f"arm {number} ({role} {profile}): switched, but no server record is there to measure"
             return
         record, launcher = running.record, running.launcher
-        arm = measure_arm(number, len(arms), role, profile, record, launcher.api_key(record),
-                          plan, ctx.sampler, result.raw, _boot_of(profile, since, outcome), on_progress,
-                          stop, functools.partial(server_death, launcher, record))
+        arm = measure_arm(
+            number,
+            len(arms),
+            role,
+            profile,
+            record,
+            launcher.api_key(record),
+            plan,
+            ctx.sampler,
+            result.raw,
+            _boot_of(profile, since, outcome),
+            on_progress,
+            stop,
+            functools.partial(server_death, launcher, record),
+        )
         result.arms.append(arm)
         if stop.is_set():
             result.status, result.message = "interrupted", f"stopped during arm {number} of {len(arms)}"

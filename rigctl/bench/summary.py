@@ -39,8 +39,11 @@ def _mean(values: Sequence[float]) -> float | None:
 def request_figures(results: Sequence[RequestResult], elapsed: float) -> dict[str, float | None]:
     ok = [r for r in results if r.success]
     ttft = [r.ttft for r in ok if r.ttft is not None]
-    tpot = [(r.latency - r.ttft) / (r.output_tokens - 1) for r in ok
-            if r.latency is not None and r.ttft is not None and r.output_tokens and r.output_tokens > 1]
+    tpot = [
+        (r.latency - r.ttft) / (r.output_tokens - 1)
+        for r in ok
+        if r.latency is not None and r.ttft is not None and r.output_tokens and r.output_tokens > 1
+    ]
     itl = [gap for r in ok for gap in r.itl]
     e2e = [r.latency for r in ok if r.latency is not None]
     output = sum(r.output_tokens or 0 for r in ok)
@@ -51,12 +54,21 @@ def request_figures(results: Sequence[RequestResult], elapsed: float) -> dict[st
         return amount / elapsed if elapsed > 0 else None
 
     return {
-        "output_tok_per_s": rate(output), "total_tok_per_s": rate(output + prompt), "request_per_s": rate(len(ok)),
-        "ttft_p50_s": percentile(ttft, 50), "ttft_p95_s": percentile(ttft, 95), "ttft_mean_s": _mean(ttft),
-        "tpot_p50_s": percentile(tpot, 50), "tpot_p95_s": percentile(tpot, 95), "tpot_mean_s": _mean(tpot),
-        "itl_p50_s": percentile(itl, 50), "itl_p95_s": percentile(itl, 95),
-        "e2e_p50_s": percentile(e2e, 50), "e2e_p95_s": percentile(e2e, 95),
-        "decode_tok_per_s_stream": percentile(streams, 50), "decode_tok_per_s_worst": min(streams) if streams else None,
+        "output_tok_per_s": rate(output),
+        "total_tok_per_s": rate(output + prompt),
+        "request_per_s": rate(len(ok)),
+        "ttft_p50_s": percentile(ttft, 50),
+        "ttft_p95_s": percentile(ttft, 95),
+        "ttft_mean_s": _mean(ttft),
+        "tpot_p50_s": percentile(tpot, 50),
+        "tpot_p95_s": percentile(tpot, 95),
+        "tpot_mean_s": _mean(tpot),
+        "itl_p50_s": percentile(itl, 50),
+        "itl_p95_s": percentile(itl, 95),
+        "e2e_p50_s": percentile(e2e, 50),
+        "e2e_p95_s": percentile(e2e, 95),
+        "decode_tok_per_s_stream": percentile(streams, 50),
+        "decode_tok_per_s_worst": min(streams) if streams else None,
     }
 
 
@@ -79,13 +91,23 @@ class Sample:
     gpus: tuple[GpuReading, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"t": round(self.t, 3), "kv_usage": self.kv_usage, "running": self.running, "waiting": self.waiting,
-                "gpus": [g.__dict__ for g in self.gpus]}
+        return {
+            "t": round(self.t, 3),
+            "kv_usage": self.kv_usage,
+            "running": self.running,
+            "waiting": self.waiting,
+            "gpus": [g.__dict__ for g in self.gpus],
+        }
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Sample:
-        return Sample(float(data["t"]), data.get("kv_usage"), data.get("running"), data.get("waiting"),
-                      tuple(GpuReading(**g) for g in data.get("gpus", ())))
+        return Sample(
+            float(data["t"]),
+            data.get("kv_usage"),
+            data.get("running"),
+            data.get("waiting"),
+            tuple(GpuReading(**g) for g in data.get("gpus", ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -106,8 +128,9 @@ def heat(samples: Sequence[Sample]) -> Heat:
     first, last = with_gpus[0], with_gpus[-1]
     temps = [g.temperature_c for s in with_gpus for g in s.gpus if g.temperature_c is not None]
     start = [g.temperature_c for g in first.gpus if g.temperature_c is not None]
-    powers = [sum(g.power_w for g in s.gpus if g.power_w is not None) for s in with_gpus
-              if any(g.power_w is not None for g in s.gpus)]
+    powers = [
+        sum(g.power_w for g in s.gpus if g.power_w is not None) for s in with_gpus if any(g.power_w is not None for g in s.gpus)
+    ]
     seconds = last.t - first.t
     energy: float | None = None
     begin = {g.index: g.energy_j for g in first.gpus}
@@ -124,66 +147,6 @@ def heat(samples: Sequence[Sample]) -> Heat:
     return Heat(max(start) if start else None, max(temps) if temps else None, energy, mean_power)
 
 
-@dataclass(frozen=True)
-class ColdCheck:
-    cold: bool | None  # None: the engine exports no prefix-cache counters, so it cannot be proven
-    queries: float | None  # at the restart
-    hits: float | None
-    external_hits: float | None = None  # in the measured window, from a KV connector's cache
-    baseline: tuple[float, float] | None = None  # (queries, hits) the boot's own verification made
-
-    def describe(self) -> str:
-        if self.cold is None:
-            return "unproven: the engine exports no vllm:prefix_cache_queries/hits counters"
-        if self.external_hits:
-            return (f"WARM: {self.external_hits:,.0f} prompt tokens hit an external KV cache (a KV connector's) "
-                    f"that outlived the restart")
-        own = self.baseline or (0.0, 0.0)
-        if self.cold:
-            return ("cold: prefix_cache_queries 0 and hits 0 after the restart" if not self.baseline else
-                    f"cold: after the restart only the boot's verification ({own[0]:,.0f} prompt tokens, "
-                    f"{own[1]:,.0f} hits) had reached the cache")
-        extra = f" beyond the verification's {own[0]:,.0f}" if self.baseline else ""
-        return (f"WARM: after the restart the engine had already seen {(self.queries or 0) - own[0]:,.0f} prompt "
-                f"tokens{extra} ({(self.hits or 0) - own[1]:,.0f} hit the prefix cache): something else sent "
-                f"requests")
-
-
-def cold_check(after_restart: EngineSnapshot | None, before: EngineSnapshot | None = None,
-               after: EngineSnapshot | None = None, baseline: tuple[float, float] | None = None) -> ColdCheck:
-    """Cold: the engine's own counters say no prompt token was seen between the restart and
-    the first scrape but the boot's own verification (`baseline`, its counters once it was done:
-    its prompts carry a fresh token, so they share no block with the workload), and no measured
-    one came out of an external (connector) cache."""
-    if after_restart is None:
-        return ColdCheck(None, None, None)
-    queries = after_restart.counter("prefix_queries")
-    hits = after_restart.counter("prefix_hits")
-    if queries is None and hits is None:
-        return ColdCheck(None, None, None)
-    external = None
-    if before is not None and after is not None:
-        start, end = before.counter("external_prefix_hits"), after.counter("external_prefix_hits")
-        external = end - start if start is not None and end is not None and end >= start else None
-    own_queries, own_hits = baseline or (0.0, 0.0)
-    cold = (queries or 0.0) == own_queries and (hits or 0.0) == own_hits and not external
-    return ColdCheck(cold, queries, hits, external, baseline)
-
-
-def verification_baseline(boot: dict[str, object]) -> tuple[float, float] | None:
-    """The prefix counters the boot's verification left (its boot record), when it ran and said."""
-    verification = boot.get("verification")
-    if not isinstance(verification, dict) or verification.get("skipped"):
-        return None
-    # its own prompt tokens (nothing else may have been queried) and the hits once it was done
-    queries, hits = verification.get("prompt_tokens"), verification.get("prefix_hits")
-    if isinstance(queries, (int, float)) and isinstance(hits, (int, float)):
-        return float(queries), float(hits)
-    if isinstance(queries, (int, float)) and not queries:
-        return 0.0, 0.0  # nothing was sent (or nothing scheduled): the cache must be untouched
-    return None
-
-
 @dataclass
 class ArmFigures:
     metrics: dict[str, float | None] = field(default_factory=dict)
@@ -198,9 +161,15 @@ class ArmFigures:
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)  # 95% bootstrap, see evidence.py
 
 
-def arm_figures(results: Sequence[RequestResult], elapsed: float, before: EngineSnapshot | None,
-                after: EngineSnapshot | None, samples: Sequence[Sample], pool_tokens: int | None,
-                max_model_len: int | None) -> ArmFigures:
+def arm_figures(
+    results: Sequence[RequestResult],
+    elapsed: float,
+    before: EngineSnapshot | None,
+    after: EngineSnapshot | None,
+    samples: Sequence[Sample],
+    pool_tokens: int | None,
+    max_model_len: int | None,
+) -> ArmFigures:
     metrics = request_figures(results, elapsed)
     ok = [r for r in results if r.success]
     output = sum(r.output_tokens or 0 for r in ok)
@@ -224,6 +193,15 @@ def arm_figures(results: Sequence[RequestResult], elapsed: float, before: Engine
     for r in results:
         if not r.success and r.error not in errors and len(errors) < 5:
             errors.append(r.error)
-    return ArmFigures(metrics=metrics, requests=len(results), completed=len(ok), failed=len(results) - len(ok),
-                      errors=errors, duration_s=elapsed, prompt_tokens=sum(r.prompt_len or 0 for r in ok),
-                      output_tokens=output, heat=warmth, intervals=intervals(results, elapsed, request_figures))
+    return ArmFigures(
+        metrics=metrics,
+        requests=len(results),
+        completed=len(ok),
+        failed=len(results) - len(ok),
+        errors=errors,
+        duration_s=elapsed,
+        prompt_tokens=sum(r.prompt_len or 0 for r in ok),
+        output_tokens=output,
+        heat=warmth,
+        intervals=intervals(results, elapsed, request_figures),
+    )

@@ -28,8 +28,10 @@ TRACE_VERSION = 1
 TRACE_LIMIT = 512 * 1024 * 1024  # a day of an agent's traffic is tens of MB
 REPLAYED = ("/v1/chat/completions", "/v1/completions")  # what a bench sends again
 CHARS_PER_TOKEN = 4  # without the model's tokenizer, a length in tokens is this rough estimate
-ABOUT = ("rigctl capture trace: one request a line as the apps sent it (endpoint, body, arrival), with what its "
-         "answer said (status, usage); no header value is ever written")
+ABOUT = (
+    "rigctl capture trace: one request a line as the apps sent it (endpoint, body, arrival), with what its "
+    "answer said (status, usage); no header value is ever written"
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,17 @@ def _entry(data: Any, where: str) -> TracedRequest:
         value = data.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
-    return TracedRequest(float(t), endpoint, body, status, bool(data.get("stream")), count("prompt_tokens"),
-                         count("completion_tokens"), count("chunks"), str(data.get("error") or "")[:300])
+    return TracedRequest(
+        float(t),
+        endpoint,
+        body,
+        status,
+        bool(data.get("stream")),
+        count("prompt_tokens"),
+        count("completion_tokens"),
+        count("chunks"),
+        str(data.get("error") or "")[:300],
+    )
 
 
 def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
@@ -114,14 +125,16 @@ def read_trace(path: Path) -> tuple[dict[str, Any], list[TracedRequest]]:
     for number, data in _json_lines(path, text):
         if number == 1 and isinstance(data, dict) and "rigctl_trace" in data:
             if data["rigctl_trace"] != TRACE_VERSION:
-                raise BadInputError(f"{path}: a trace of version {str(data['rigctl_trace'])[:10]}; this rigctl reads "
-                                    f"{TRACE_VERSION}")
+                raise BadInputError(
+                    f"{path}: a trace of version {str(data['rigctl_trace'])[:10]}; this rigctl reads {TRACE_VERSION}"
+                )
             head = data
             continue
         out.append(_entry(data, f"{path}:{number}"))
     if not head:
-        raise BadInputError(f"{path}: not a rigctl trace (its first line is not the trace's header; for a "
-                            f"dataset, give dataset = and format =)")
+        raise BadInputError(
+            f"{path}: not a rigctl trace (its first line is not the trace's header; for a dataset, give dataset = and format =)"
+        )
     out.sort(key=lambda r: r.t)
     return head, out
 
@@ -143,16 +156,20 @@ def read_dataset(path: Path, kind: str) -> list[TracedRequest]:
             if not isinstance(turns, list) or len(turns) < 2:
                 continue  # vllm bench serve skips conversations without a question and an answer too
             ask, answer = turns[0], turns[1]
-            if not (isinstance(ask, dict) and isinstance(answer, dict) and isinstance(ask.get("value"), str)
-                    and isinstance(answer.get("value"), str)):
-                raise BadInputError(f"{path}: conversation {number}: turns must be {{\"from\", \"value\"}} objects")
+            if not (
+                isinstance(ask, dict)
+                and isinstance(answer, dict)
+                and isinstance(ask.get("value"), str)
+                and isinstance(answer.get("value"), str)
+            ):
+                raise BadInputError(f'{path}: conversation {number}: turns must be {{"from", "value"}} objects')
             tokens = max(1, len(answer["value"]) // CHARS_PER_TOKEN)
             out.append(TracedRequest(0.0, "/v1/completions", {"prompt": ask["value"], "max_tokens": tokens}))
         return out
     for number, data in _json_lines(path, text):
         prompt = data.get("prompt") if isinstance(data, dict) else None
         if not isinstance(prompt, str):
-            raise BadInputError(f"{path}:{number}: a line needs \"prompt\" (a string)")
+            raise BadInputError(f'{path}:{number}: a line needs "prompt" (a string)')
         tokens = data.get("output_tokens", 256)
         if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 < tokens < 10**6:
             raise BadInputError(f"{path}:{number}: output_tokens is {str(tokens)[:20]}, not a count of tokens")

@@ -18,10 +18,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rigctl.bench.evidence import relative_width
 from rigctl.bench.metrics import METRICS, improvement
-from rigctl.bench.plan import Gate
+from rigctl.bench.plan import Gate, Role
+
+VerdictKind = Literal["promote", "reject", "inconclusive"]
 
 HEAT_SOAK_C = 5.0  # the last control this much hotter than the first: said, when the drift matters
 
@@ -31,7 +34,7 @@ class ArmOutcome:
     """What the verdict reads of one arm."""
 
     number: int  # 1-based, in run order
-    role: str  # control | candidate
+    role: Role
     profile: str
     metrics: dict[str, float | None]
     cold: bool | None  # None: unproven
@@ -60,7 +63,7 @@ class GuardResult:
 
 @dataclass(frozen=True)
 class Verdict:
-    verdict: str  # promote | reject | inconclusive
+    verdict: VerdictKind
     reason: str  # the first of the reasons
     control_mean: float | None
     candidate_mean: float | None
@@ -119,14 +122,14 @@ def surrounding(arms: Sequence[ArmOutcome], candidate: str) -> list[ArmOutcome]:
     for at, arm in enumerate(arms):
         if arm.role == "candidate" and arm.profile == candidate:
             for near in (at - 1, at + 1):
-                if 0 <= near < len(arms) and arms[near].role == "control" and \
-                        all(o.number != arms[near].number for o in out):
+                if 0 <= near < len(arms) and arms[near].role == "control" and all(o.number != arms[near].number for o in out):
                     out.append(arms[near])
     return sorted(out, key=lambda a: a.number)
 
 
-def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None, noise: float | None = None,
-           changes: int | None = None) -> Verdict:
+def decide(
+    gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None, noise: float | None = None, changes: int | None = None
+) -> Verdict:
     """`candidate`: whose verdict (default: the first candidate's); `noise`: the rig's measured
     boot-to-boot spread of the gate metric for the control, when known; `changes`: how many things
     the candidate changes (0: an A/A run in effect)."""
@@ -156,42 +159,56 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None,
         if not arm.died:
             hard.append(f"{gate.metric} was not measured in arm {arm.number} ({arm.profile})")
     if spread is not None and spread > gate.min_change:
-        hard.append(f"the controls differ by {_pct(spread).lstrip('+')} on {gate.metric}, more than the gate's "
-                    f"{gate.min_change * 100:.1f}%: this rig is too noisy to tell")
+        hard.append(
+            f"the controls differ by {_pct(spread).lstrip('+')} on {gate.metric}, more than the gate's "
+            f"{gate.min_change * 100:.1f}%: this rig is too noisy to tell"
+        )
     if own is not None and own > gate.min_change:
-        hard.append(f"the candidate's own runs differ by {_pct(own).lstrip('+')} on {gate.metric}, more than the "
-                    f"gate's {gate.min_change * 100:.1f}%: its boot-to-boot noise hides the change")
+        hard.append(
+            f"the candidate's own runs differ by {_pct(own).lstrip('+')} on {gate.metric}, more than the "
+            f"gate's {gate.min_change * 100:.1f}%: its boot-to-boot noise hides the change"
+        )
     if control_mean is not None and candidate_mean is not None:
         change = improvement(metric, control_mean, candidate_mean)
         if change is None:
             hard.append(f"the controls' {gate.metric} is 0: a relative change from nothing means nothing")
         elif change < gate.min_change:
-            rejects.append(f"{gate.metric} {_pct(change)} {'better' if change >= 0 else 'worse'} than the controls, "
-                           f"short of the gate's {gate.min_change * 100:.1f}%")
+            rejects.append(
+                f"{gate.metric} {_pct(change)} {'better' if change >= 0 else 'worse'} than the controls, "
+                f"short of the gate's {gate.min_change * 100:.1f}%"
+            )
     for guard in guards:
         if guard.ok is None:
             hard.append(f"the guard on {guard.metric} could not be checked: it was not measured in every arm")
         elif not guard.ok:
-            rejects.append(f"the guard on {guard.metric} failed: {_pct(guard.regression or 0.0).lstrip('+')} worse, "
-                           f"limit {guard.limit * 100:.1f}%")
+            rejects.append(
+                f"the guard on {guard.metric} failed: {_pct(guard.regression or 0.0).lstrip('+')} worse, "
+                f"limit {guard.limit * 100:.1f}%"
+            )
     evidence = _evidence(gate, [*controls, *candidates])
     for arm in sorted({a.number: a for a in [*controls, *candidates]}.values(), key=lambda a: a.number):
         if arm.completed < gate.min_requests:
-            doubts.append(f"arm {arm.number} ({arm.profile}) rests on {arm.completed} request(s), fewer than "
-                          f"min_requests {gate.min_requests}")
+            doubts.append(
+                f"arm {arm.number} ({arm.profile}) rests on {arm.completed} request(s), fewer than min_requests {gate.min_requests}"
+            )
         width = relative_width(arm.intervals.get(gate.metric), arm.metrics.get(gate.metric))
         # the arm's own uncertainty (the interval's half-width, its ±) larger than the change the
         # gate asks for, unless the change clears the gate by more than that uncertainty too (a
         # +240% change measured ±34% is told; a +35% one is not)
         clear = change is not None and abs(change) - (width or 0.0) / 2 >= gate.min_change
         if width is not None and width / 2 > gate.min_change and not clear:
-            doubts.append(f"arm {arm.number} ({arm.profile}): the 95% interval of {gate.metric} is "
-                          f"±{width * 50:.1f}%, wider than the gate's {gate.min_change * 100:.1f}%")
+            doubts.append(
+                f"arm {arm.number} ({arm.profile}): the 95% interval of {gate.metric} is "
+                f"±{width * 50:.1f}%, wider than the gate's {gate.min_change * 100:.1f}%"
+            )
     if noise is not None and change is not None and abs(change) <= noise:
-        doubts.append(f"the rig's boot-to-boot noise spans {noise * 100:.1f}% on {gate.metric} between fresh servers "
-                      f"(rigctl bench calibrate): a {_pct(change)} change cannot be told from it")
+        doubts.append(
+            f"the rig's boot-to-boot noise spans {noise * 100:.1f}% on {gate.metric} between fresh servers "
+            f"(rigctl bench calibrate): a {_pct(change)} change cannot be told from it"
+        )
     if name == next((a.profile for a in all_controls), None) or changes == 0:
         doubts.append("an A/A run: the candidate changes nothing, so it measures the rig's noise and never promotes")
+    kind: VerdictKind
     warm_controls = [a for a in controls if a.cold is not True]
     warm_candidates = [a for a in candidates if a.cold is not True]
     if warm_controls and (rejects or not hard):
@@ -206,15 +223,30 @@ def decide(gate: Gate, arms: Sequence[ArmOutcome], candidate: str | None = None,
     elif rejects:
         kind, reasons = "reject", rejects
     elif doubts:
-        kind, reasons = "inconclusive", [f"it would promote ({gate.metric} {_pct(change or 0.0)}), but " + doubts[0],
-                                         *doubts[1:]]
+        kind, reasons = "inconclusive", [f"it would promote ({gate.metric} {_pct(change or 0.0)}), but " + doubts[0], *doubts[1:]]
     else:
         assert change is not None and spread is not None
-        kind, reasons = "promote", [f"{gate.metric} {_pct(change)} against the controls (gate "
-                                    f"{gate.min_change * 100:.1f}%), controls within {spread * 100:.1f}%"
-                                    + (", guards held" if guards else "")]
-    return Verdict(kind, reasons[0], control_mean, candidate_mean, change, spread, guards, tuple(notes),
-                   tuple(reasons), name, own, tuple(evidence))
+        kind, reasons = (
+            "promote",
+            [
+                f"{gate.metric} {_pct(change)} against the controls (gate "
+                f"{gate.min_change * 100:.1f}%), controls within {spread * 100:.1f}%" + (", guards held" if guards else "")
+            ],
+        )
+    return Verdict(
+        kind,
+        reasons[0],
+        control_mean,
+        candidate_mean,
+        change,
+        spread,
+        guards,
+        tuple(notes),
+        tuple(reasons),
+        name,
+        own,
+        tuple(evidence),
+    )
 
 
 def _failures(arm: ArmOutcome, role: str) -> list[str]:
@@ -223,8 +255,7 @@ def _failures(arm: ArmOutcome, role: str) -> list[str]:
     if arm.died:
         out.append(f"{role} arm {arm.number} ({arm.profile}): {arm.died}")
     elif arm.failed:
-        out.append(f"{role} arm {arm.number} ({arm.profile}): {arm.failed} of {arm.requests} requests failed "
-                   f"({arm.first_error})")
+        out.append(f"{role} arm {arm.number} ({arm.profile}): {arm.failed} of {arm.requests} requests failed ({arm.first_error})")
     if arm.quality_error:
         out.append(f"{role} arm {arm.number} ({arm.profile}): {arm.quality_error}")
     return out
@@ -239,27 +270,42 @@ def _evidence(gate: Gate, arms: Sequence[ArmOutcome]) -> list[str]:
     for arm in sorted(arms, key=lambda a: a.number):
         value, interval = arm.metrics.get(gate.metric), arm.intervals.get(gate.metric)
         shown = "" if interval is None else f", {gate.metric} 95% interval {interval[0]:.4g} to {interval[1]:.4g}"
-        out.append(f"arm {arm.number} ({arm.role} {arm.profile}): {arm.completed} request(s)"
-                   + (f", {gate.metric} {value:.4g}" if value is not None else "") + shown)
+        out.append(
+            f"arm {arm.number} ({arm.role} {arm.profile}): {arm.completed} request(s)"
+            + (f", {gate.metric} {value:.4g}" if value is not None else "")
+            + shown
+        )
     return out
 
 
-def _notes(gate: Gate, controls: Sequence[ArmOutcome], arms: Sequence[ArmOutcome], spread: float | None,
-           noise: float | None, candidates: Sequence[ArmOutcome]) -> list[str]:
+def _notes(
+    gate: Gate,
+    controls: Sequence[ArmOutcome],
+    arms: Sequence[ArmOutcome],
+    spread: float | None,
+    noise: float | None,
+    candidates: Sequence[ArmOutcome],
+) -> list[str]:
     notes = []
     temps = [a.peak_c for a in controls]
     soaked = len(temps) >= 2 and temps[0] is not None and temps[-1] is not None and temps[-1] - temps[0] >= HEAT_SOAK_C
     if soaked and spread is not None and spread >= gate.min_change / 2:  # only where the drift is material
         assert temps[0] is not None and temps[-1] is not None
-        notes.append(f"heat soak: the last control ran {temps[-1] - temps[0]:.0f} °C hotter than the first "
-                     f"({temps[0]:.0f} -> {temps[-1]:.0f} °C); the controls' drift may be thermal, not the profile")
+        notes.append(
+            f"heat soak: the last control ran {temps[-1] - temps[0]:.0f} °C hotter than the first "
+            f"({temps[0]:.0f} -> {temps[-1]:.0f} °C); the controls' drift may be thermal, not the profile"
+        )
     for arm in arms:
         if arm.cold is False:
             notes.append(f"arm {arm.number} ({arm.profile}) started on a warm prefix cache")
     if noise is not None:
-        notes.append(f"the rig's boot-to-boot noise on {gate.metric}, measured by rigctl bench calibrate: "
-                     f"{noise * 100:.1f}% between fresh servers; a change within it never promotes")
+        notes.append(
+            f"the rig's boot-to-boot noise on {gate.metric}, measured by rigctl bench calibrate: "
+            f"{noise * 100:.1f}% between fresh servers; a change within it never promotes"
+        )
     elif len(candidates) == 1:
-        notes.append("the candidate ran once: its own boot-to-boot noise is unmeasured (order = \"ABABA\" runs it "
-                     "twice; `rigctl bench calibrate PLAN` measures the rig's)")
+        notes.append(
+            'the candidate ran once: its own boot-to-boot noise is unmeasured (order = "ABABA" runs it '
+            "twice; `rigctl bench calibrate PLAN` measures the rig's)"
+        )
     return notes

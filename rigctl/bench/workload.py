@@ -63,8 +63,7 @@ class Prompts:
     def __init__(self, workload: Workload) -> None:
         self.workload = workload
         shared = workload.shared_prefix_tokens
-        self.prefix = ("Shared context: " + _words(random.Random(f"prefix-{workload.seed}"), shared) + "\n"
-                       if shared else "")
+        self.prefix = "Shared context: " + _words(random.Random(f"prefix-{workload.seed}"), shared) + "\n" if shared else ""
 
     def measured(self, index: int) -> Prompt:
         w = self.workload

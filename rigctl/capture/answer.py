@@ -39,7 +39,7 @@ class AnswerReader:
             cut = _event_end(self._buffer)
             if cut is None:
                 break
-            event, self._buffer = self._buffer[:cut[0]], self._buffer[cut[1]:]
+            event, self._buffer = self._buffer[: cut[0]], self._buffer[cut[1] :]
             self._event(event)
         if len(self._buffer) > EVENT_LIMIT:
             self.unread, self._buffer = True, b""

@@ -29,14 +29,32 @@ from rigctl.capture.trace_file import TraceFile
 
 # RFC 9110 7.6.1: these belong to one connection, never forwarded; host and content-length are
 # set again here for the upstream connection, and by h11 for the app's
-HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
-                        b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"host", b"content-length",
-                        b"expect"})  # 100-continue is answered here, to the app; the body is whole by then
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"content-length",
+        b"expect",
+    }
+)  # 100-continue is answered here, to the app; the body is whole by then
 REQUEST_LIMIT = 256 * 1024 * 1024  # a 1M-token prompt is a few MB of text
 READ_SIZE = 64 * 1024
 # what the upstream connection can fail with (httpcore has no one base class for them)
-UPSTREAM_ERRORS = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.TimeoutException,
-                   httpcore.UnsupportedProtocol, httpcore.ProxyError)
+UPSTREAM_ERRORS = (
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.TimeoutException,
+    httpcore.UnsupportedProtocol,
+    httpcore.ProxyError,
+)
 # no read timeout: a long answer may pause (a queued request, a long prefill) and the app has its own
 TIMEOUTS = {"connect": 10.0, "read": None, "write": None, "pool": None}
 
@@ -53,6 +71,7 @@ class CaptureCounts:
 @dataclass(frozen=True)
 class Exchange:
     """One traced request, once its answer has ended: what the CLI says when asked to."""
+
     endpoint: str
     status: int | None
     stream: bool
@@ -61,8 +80,13 @@ class Exchange:
 
 
 class CaptureProxy:
-    def __init__(self, upstream: str, trace: TraceFile, max_requests: int | None = None,
-                 on_exchange: Callable[[Exchange], None] | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        trace: TraceFile,
+        max_requests: int | None = None,
+        on_exchange: Callable[[Exchange], None] | None = None,
+    ) -> None:
         self.upstream = upstream.rstrip("/")
         self._host = urlsplit(self.upstream).netloc.rsplit("@", 1)[-1].encode()
         self.trace = trace
@@ -82,9 +106,15 @@ class CaptureProxy:
     def in_flight(self) -> int:
         return self._answering
 
-    async def serve(self, host: str, port: int, ready: Callable[[int], None] | None = None,
-                    duration_s: float | None = None, cut: asyncio.Event | None = None,
-                    grace_s: float = 30.0) -> CaptureCounts:
+    async def serve(
+        self,
+        host: str,
+        port: int,
+        ready: Callable[[int], None] | None = None,
+        duration_s: float | None = None,
+        cut: asyncio.Event | None = None,
+        grace_s: float = 30.0,
+    ) -> CaptureCounts:
         """Forward until `stop` (set by the caller, the duration or max_requests), then wait up to
         grace_s (or until `cut`) for the answers in flight; those still running are cut and traced
         as such. `ready` gets the port listened on (0 asks for a free one)."""
@@ -145,8 +175,7 @@ class CaptureProxy:
                 return
             conn.start_next_cycle()
 
-    async def _forward(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request,
-                       body: bytes) -> None:
+    async def _forward(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request, body: bytes) -> None:
         arrived = time.monotonic() - self.started
         target = request.target.decode("latin-1")
         method = request.method.decode("latin-1")
@@ -155,12 +184,16 @@ class CaptureProxy:
         answer = AnswerReader(streaming)
         status: int | None = None
         error = ""
-        headers = [(b"host", self._host), (b"content-length", str(len(body)).encode()),
-                   *((k, v) for k, v in request.headers if k.lower() not in HOP_BY_HOP)]
+        headers = [
+            (b"host", self._host),
+            (b"content-length", str(len(body)).encode()),
+            *((k, v) for k, v in request.headers if k.lower() not in HOP_BY_HOP),
+        ]
         assert self._pool is not None
         try:
-            upstream = httpcore.Request(method, self.upstream + target, headers=headers, content=body,
-                                        extensions={"timeout": TIMEOUTS})
+            upstream = httpcore.Request(
+                method, self.upstream + target, headers=headers, content=body, extensions={"timeout": TIMEOUTS}
+            )
             try:
                 response = await self._pool.handle_async_request(upstream)
             except UPSTREAM_ERRORS as exc:
@@ -183,8 +216,9 @@ class CaptureProxy:
             else:
                 self._keep(arrived, target.split("?", 1)[0], traced, streaming, status, answer, error)
 
-    async def _relay(self, conn: h11.Connection, writer: asyncio.StreamWriter, response: httpcore.Response,
-                     answer: AnswerReader) -> str:
+    async def _relay(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, response: httpcore.Response, answer: AnswerReader
+    ) -> str:
         """Pass the answer on as it arrives; how it failed, or ""."""
         names = {k.lower(): v for k, v in response.headers}
         headers = [(k, v) for k, v in response.headers if k.lower() not in HOP_BY_HOP]
@@ -217,10 +251,17 @@ class CaptureProxy:
             return "the stream ended before [DONE]"
         return answer.error
 
-    def _keep(self, arrived: float, endpoint: str, body: dict[str, Any], streaming: bool, status: int | None,
-              answer: AnswerReader, error: str) -> None:
-        entry: dict[str, Any] = {"t": round(arrived, 6), "endpoint": endpoint, "body": body, "status": status,
-                                 "stream": streaming}
+    def _keep(
+        self,
+        arrived: float,
+        endpoint: str,
+        body: dict[str, Any],
+        streaming: bool,
+        status: int | None,
+        answer: AnswerReader,
+        error: str,
+    ) -> None:
+        entry: dict[str, Any] = {"t": round(arrived, 6), "endpoint": endpoint, "body": body, "status": status, "stream": streaming}
         if answer.prompt_tokens is not None:
             entry["prompt_tokens"] = answer.prompt_tokens
         if answer.completion_tokens is not None:
@@ -233,9 +274,11 @@ class CaptureProxy:
             self.trace.write(entry)
         except OSError as exc:  # a full disk, a trace removed under it: stop, saying what was kept
             if not self.trouble:
-                self.trouble = (f"{self.trace.path}: the trace cannot be written ({exc.strerror or exc}); the "
-                                f"capture stopped with {self.counts.traced} request(s) kept, the last one's "
-                                f"answer passed on but not kept")
+                self.trouble = (
+                    f"{self.trace.path}: the trace cannot be written ({exc.strerror or exc}); the "
+                    f"capture stopped with {self.counts.traced} request(s) kept, the last one's "
+                    f"answer passed on but not kept"
+                )
             self.stop.set()
             return
         self.counts.traced += 1
@@ -251,8 +294,9 @@ class _TooLarge(Exception):
     pass
 
 
-async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader,
-                        writer: asyncio.StreamWriter) -> tuple[h11.Request, bytes] | None:
+async def _read_request(
+    conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> tuple[h11.Request, bytes] | None:
     """The next request and its whole body (None: the app closed the connection)."""
     request: h11.Request | None = None
     body = bytearray()
@@ -285,9 +329,19 @@ async def _refuse(conn: h11.Connection, writer: asyncio.StreamWriter, status: in
         return
     data = json.dumps({"error": {"message": message, "type": "rigctl_capture", "code": status}}).encode()
     try:
-        writer.write(conn.send(h11.Response(status_code=status, headers=[
-            (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-            (b"connection", b"close")])) or b"")
+        writer.write(
+            conn.send(
+                h11.Response(
+                    status_code=status,
+                    headers=[
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(data)).encode()),
+                        (b"connection", b"close"),
+                    ],
+                )
+            )
+            or b""
+        )
         writer.write(conn.send(h11.Data(data=data)) or b"")
         writer.write(conn.send(h11.EndOfMessage()) or b"")
         await writer.drain()
@@ -312,13 +366,13 @@ def _describe(exc: BaseException) -> str:
     return text.splitlines()[0][:200]
 
 
-async def _wait(event: asyncio.Event, timeout: float | None, also: asyncio.Event | None = None) -> None:
-    """Until either event is set or the timeout passes."""
+async def _wait(event: asyncio.Event, seconds: float | None, also: asyncio.Event | None = None) -> None:
+    """Until either event is set or `seconds` pass (None: no limit)."""
     waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(event.wait())]
     if also:
         waits.append(asyncio.ensure_future(also.wait()))
     try:
-        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for w in waits:
             w.cancel()

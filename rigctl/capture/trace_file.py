@@ -21,8 +21,7 @@ class TraceFile:
         try:
             self._fd = os.open(path, flags, 0o600)
         except FileExistsError:
-            raise BadInputError(f"{path}: already exists; a capture never writes over a file (give another --out)") \
-                from None
+            raise BadInputError(f"{path}: already exists; a capture never writes over a file (give another --out)") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise BadInputError(f"{path}: a symbolic link; a capture never writes through one") from None

@@ -23,15 +23,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rigctl",
         description="See the rig, serve vLLM by profile, watch the engine.",
-        epilog=("Exit codes: 0 ok, 1 failure, 2 bad usage or input; switch: 3 failed and rolled back, "
-                "4 failed and nothing serves; bench: 5 reject, 6 inconclusive. Run without a subcommand for the TUI."),
+        epilog=(
+            "Exit codes: 0 ok, 1 failure, 2 bad usage or input; switch: 3 failed and rolled back, "
+            "4 failed and nothing serves; bench: 5 reject, 6 inconclusive. Run without a subcommand for the TUI."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"rigctl {__version__}")
     common.add_global_flags(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     name = None if argv is None else chosen(list(argv))
-    wanted = {module for module, _ in COMMANDS.values()} if argv is None else (
-        {COMMANDS[name][0]} if name else set())
+    wanted = {module for module, _ in COMMANDS.values()} if argv is None else ({COMMANDS[name][0]} if name else set())
     for module in sorted(wanted, key=[m for m, _ in COMMANDS.values()].index):
         importlib.import_module(f"rigctl.cli.{module}").register(sub)
     for command, (module, help_text) in COMMANDS.items():

@@ -12,7 +12,7 @@ import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rigctl import fmt
 from rigctl.bench.checks import check_plan
@@ -26,22 +26,33 @@ from rigctl.cli.serving import make_context
 from rigctl.errors import BadInputError
 from rigctl.serve.bootwatch import Event
 
+if TYPE_CHECKING:
+    from rigctl.bench.eta import Estimate
+    from rigctl.bench.plan import BenchPlan
+
 ACTIONS = ("check", "report", "list", "calibrate")
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "bench")
-    p.add_argument("what", nargs="*", metavar="PLAN | check PLAN | report DIR | list | calibrate PLAN",
-                   help="a plan file or a plan name in ~/.config/rigctl/plans/; `check` validates it only, "
-                        "`report` shows a kept run again, `list` lists kept runs, `calibrate` measures the "
-                        "rig's boot-to-boot noise on the plan's control (A/A/A...)")
+    p.add_argument(
+        "what",
+        nargs="*",
+        metavar="PLAN | check PLAN | report DIR | list | calibrate PLAN",
+        help="a plan file or a plan name in ~/.config/rigctl/plans/; `check` validates it only, "
+        "`report` shows a kept run again, `list` lists kept runs, `calibrate` measures the "
+        "rig's boot-to-boot noise on the plan's control (A/A/A...)",
+    )
     p.add_argument("--runs", type=int, default=5, metavar="N", help="calibrate: fresh servers to run (5; 3-12)")
     p.add_argument("--keep-candidate", action="store_true", help="leave the candidate serving when it is promoted")
-    p.add_argument("--restore", action="store_true",
-                   help="put back the control of a bench that was cut short (its rigctl killed, or left at a "
-                        "second Ctrl-C)")
-    p.add_argument("--wait", type=float, default=0.0, metavar="S",
-                   help="wait up to S seconds for another switch or bench to finish")
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="put back the control of a bench that was cut short (its rigctl killed, or left at a second Ctrl-C)",
+    )
+    p.add_argument(
+        "--wait", type=float, default=0.0, metavar="S", help="wait up to S seconds for another switch or bench to finish"
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="also print each switch's boot phases")
     common.add_json_flag(p)
     p.set_defaults(handler=run)
@@ -60,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
         if action == "list":
             return _list(args)
         if len(rest) != 1:
-            raise BadInputError(f"rigctl bench {action} takes one "
-                                f"{'run directory' if action == 'report' else 'plan'}")
+            raise BadInputError(f"rigctl bench {action} takes one {'run directory' if action == 'report' else 'plan'}")
         if action == "calibrate":
             return _calibrate(args, rest[0])
         return _check(args, rest[0]) if action == "check" else _report(args, rest[0])
@@ -122,8 +132,11 @@ def _restore(args: argparse.Namespace) -> int:
 
     live = read_live()
     if live is None or not live.cut_short:
-        message = (f"a bench is running (rigctl pid {live.pid}); it puts its control back itself" if live
-                   else "no bench was cut short: there is nothing to put back")
+        message = (
+            f"a bench is running (rigctl pid {live.pid}); it puts its control back itself"
+            if live
+            else "no bench was cut short: there is nothing to put back"
+        )
         if args.json:
             common.print_json({"status": "nothing", "message": message, "exit_code": 0 if not live else 1})
         else:
@@ -140,8 +153,15 @@ def _restore(args: argparse.Namespace) -> int:
         if ctx.sampler:
             ctx.sampler.close()
     if args.json:
-        common.print_json({"status": outcome.status, "control": live.control, "message": outcome.message,
-                           "exit_code": int(outcome.exit_code), "raw_dir": live.raw_dir})
+        common.print_json(
+            {
+                "status": outcome.status,
+                "control": live.control,
+                "message": outcome.message,
+                "exit_code": int(outcome.exit_code),
+                "raw_dir": live.raw_dir,
+            }
+        )
     else:
         print(outcome.message, file=sys.stdout if outcome.exit_code == 0 else sys.stderr)
     return int(outcome.exit_code)
@@ -162,8 +182,7 @@ def _bench(args: argparse.Namespace, name: str) -> int:
         stop.set()
         if ctx.interrupt.touched:
             ctx.interrupt.press()  # a boot under way stops and the switch rolls back
-        console.say("Ctrl-C: stopping the bench; the control profile will be put back (Ctrl-C again to leave "
-                    "at once)")
+        console.say("Ctrl-C: stopping the bench; the control profile will be put back (Ctrl-C again to leave at once)")
 
     try:
         checked = check_plan(ctx, plan)
@@ -173,8 +192,9 @@ def _bench(args: argparse.Namespace, name: str) -> int:
         try:
             if earlier is not None and earlier.cut_short:
                 settle(earlier, f"rigctl bench {plan.name} started after it")
-            result = run_bench(ctx, checked, keep_candidate=args.keep_candidate, on_progress=console.progress,
-                               stop=stop, lock_wait=args.wait)
+            result = run_bench(
+                ctx, checked, keep_candidate=args.keep_candidate, on_progress=console.progress, stop=stop, lock_wait=args.wait
+            )
         finally:
             signal.signal(signal.SIGINT, previous)
     finally:
@@ -197,29 +217,52 @@ def _check(args: argparse.Namespace, name: str) -> int:
         if ctx.sampler:
             ctx.sampler.close()
     if args.json:
-        common.print_json({"plan": plan.name, "plan_file": str(plan.path), "control": plan.control,
-                           "candidate": plan.candidate, "candidates": list(plan.candidates), "order": plan.order,
-                           "arms": plan.arms(), "workload": asdict(plan.workload), "gate": asdict(plan.gate),
-                           "requests": len(plan.requests) if plan.requests else plan.workload.requests,
-                           "changes": {name: [{"what": c.what, "control": c.before, "candidate": c.after}
-                                              for c in changed] for name, changed in checked.changes.items()},
-                           "warnings": list(checked.warnings),
-                           "run_eta_s": round(_run_estimate(plan).seconds, 1),
-                           "run_eta_floor": _run_estimate(plan).floor})
+        common.print_json(
+            {
+                "plan": plan.name,
+                "plan_file": str(plan.path),
+                "control": plan.control,
+                "candidate": plan.candidate,
+                "candidates": list(plan.candidates),
+                "order": plan.order,
+                "arms": plan.arms(),
+                "workload": asdict(plan.workload),
+                "gate": asdict(plan.gate),
+                "requests": len(plan.requests) if plan.requests else plan.workload.requests,
+                "changes": {
+                    name: [{"what": c.what, "control": c.before, "candidate": c.after} for c in changed]
+                    for name, changed in checked.changes.items()
+                },
+                "warnings": list(checked.warnings),
+                "run_eta_s": round(_run_estimate(plan).seconds, 1),
+                "run_eta_floor": _run_estimate(plan).floor,
+            }
+        )
         return 0
     w = plan.workload
-    amount = (f"{len(plan.requests)} requests of {w.trace or w.dataset}" if plan.requests else
-              f"{w.requests} requests" if w.requests else f"{w.duration_s:g} s")
+    amount = (
+        f"{len(plan.requests)} requests of {w.trace or w.dataset}"
+        if plan.requests
+        else f"{w.requests} requests"
+        if w.requests
+        else f"{w.duration_s:g} s"
+    )
     print(f"{plan.path}: ok")
     print(f"  arms: {' -> '.join(p for _, p in plan.arms())}")
     took = _run_estimate(plan)
-    print(f"  the run: about {took.describe(fmt.seconds)}" + (" (boots from each profile's last; the measuring is "
-                                                              "known after the first arm)" if took.floor else ""))
-    print(f"  workload: {w.kind}, {amount} at {w.concurrency} concurrent, {w.arrival} arrival, "
-          f"~{w.prompt_tokens} prompt tokens ({w.shared_prefix_tokens} shared), {w.max_tokens} out, "
-          f"{w.warmup_requests} warm-up")
-    print(f"  gate: {plan.gate.metric} {plan.gate.direction} by at least {plan.gate.min_change * 100:.1f}%"
-          + "".join(f"; guard {g.metric} at most {g.max_regression * 100:.1f}% worse" for g in plan.gate.guards))
+    print(
+        f"  the run: about {took.describe(fmt.seconds)}"
+        + (" (boots from each profile's last; the measuring is known after the first arm)" if took.floor else "")
+    )
+    print(
+        f"  workload: {w.kind}, {amount} at {w.concurrency} concurrent, {w.arrival} arrival, "
+        f"~{w.prompt_tokens} prompt tokens ({w.shared_prefix_tokens} shared), {w.max_tokens} out, "
+        f"{w.warmup_requests} warm-up"
+    )
+    print(
+        f"  gate: {plan.gate.metric} {plan.gate.direction} by at least {plan.gate.min_change * 100:.1f}%"
+        + "".join(f"; guard {g.metric} at most {g.max_regression * 100:.1f}% worse" for g in plan.gate.guards)
+    )
     for name, changed in checked.changes.items():
         for change in changed:
             print(f"  {name} changes {change}")
@@ -283,15 +326,25 @@ def _calibrate(args: argparse.Namespace, name: str) -> int:
         if ctx.sampler:
             ctx.sampler.close()
     metric = plan.gate.metric
-    data = {"plan": plan.name, "control": plan.control, "runs": args.runs, "status": done.result.status,
-            "message": done.result.message, "metric": metric, "values": done.values,
-            "noise": done.noise.to_json() if done.noise else None, "raw_dir": str(done.result.raw.path)}
+    data = {
+        "plan": plan.name,
+        "control": plan.control,
+        "runs": args.runs,
+        "status": done.result.status,
+        "message": done.result.message,
+        "metric": metric,
+        "values": done.values,
+        "noise": done.noise.to_json() if done.noise else None,
+        "raw_dir": str(done.result.raw.path),
+    }
     if args.json:
         common.print_json(data)
         return 0 if done.noise else 1
     if done.noise is None:
-        print(f"not calibrated: {done.result.message or 'the runs did not all complete'} (raw: "
-              f"{done.result.raw.path})", file=sys.stderr)
+        print(
+            f"not calibrated: {done.result.message or 'the runs did not all complete'} (raw: {done.result.raw.path})",
+            file=sys.stderr,
+        )
         return 1
     rows = [["figure", *[f"run {n}" for n in range(1, args.runs + 1)], "spread"]]
     for name_, values in sorted(done.values.items()):
@@ -299,14 +352,20 @@ def _calibrate(args: argparse.Namespace, name: str) -> int:
             rows.append([name_, *[f"{v:,.4g}" for v in values], f"{done.noise.spread[name_] * 100:.1f}%"])
     print(fmt.table(rows))
     gate_noise = done.noise.of(metric)
-    print(f"kept for {done.noise.rig} / {plan.control} under this plan's workload: "
-          + (f"a bench of {plan.name} never promotes a change on {metric} within {gate_noise * 100:.1f}% "
-             f"(calibrate again after 14 days)" if gate_noise is not None else f"{metric} was not measured"))
+    print(
+        f"kept for {done.noise.rig} / {plan.control} under this plan's workload: "
+        + (
+            f"a bench of {plan.name} never promotes a change on {metric} within {gate_noise * 100:.1f}% "
+            f"(calibrate again after 14 days)"
+            if gate_noise is not None
+            else f"{metric} was not measured"
+        )
+    )
     print(f"raw: {done.result.raw.path}")
     return 0
 
 
-def _run_estimate(plan: Any) -> Any:
+def _run_estimate(plan: BenchPlan) -> Estimate:
     from rigctl.bench.eta import before_the_run, last_boots
 
     arms = plan.arms()

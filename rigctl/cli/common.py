@@ -11,6 +11,9 @@ from rigctl.backends import open_backend, selected_sim
 from rigctl.cli.commands import help_of
 from rigctl.errors import NoDriverError
 
+if TYPE_CHECKING:  # what argparse hands each command module to register its parser in (generic only in typeshed)
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
 if TYPE_CHECKING:  # the modules behind these are imported by the commands that use them
     from rigctl.config import Settings
     from rigctl.gpu.model import RigInfo
@@ -22,15 +25,19 @@ def add_global_flags(parser: argparse.ArgumentParser, top_level: bool = False) -
     # Subcommands get the flag too, so `rigctl topo --sim X` works; SUPPRESS keeps a
     # subcommand's missing flag from overwriting one given before the subcommand.
     default = None if top_level else argparse.SUPPRESS
-    parser.add_argument("--sim", metavar="NAME", default=default,
-                        help="use a simulated rig instead of NVML (also RIGCTL_SIM; `rigctl sims` lists them)")
+    parser.add_argument(
+        "--sim",
+        metavar="NAME",
+        default=default,
+        help="use a simulated rig instead of NVML (also RIGCTL_SIM; `rigctl sims` lists them)",
+    )
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def add_command(sub: Any, name: str, help_text: str | None = None) -> argparse.ArgumentParser:
+def add_command(sub: Subparsers, name: str, help_text: str | None = None) -> argparse.ArgumentParser:
     """A subcommand's parser; a top-level command's help comes from cli/commands.py."""
     help_text = help_text or help_of(name)
     parser = sub.add_parser(name, help=help_text, description=help_text)
@@ -80,21 +87,21 @@ def rig_info_or_none(args: argparse.Namespace, quiet: bool = False) -> RigInfo |
         backend.close()
 
 
-def served_endpoint(url: str | None, flag: str = "--url") -> tuple[str, str | None]:
-    """(base URL, API key) of the server to talk to: the one given, [server] endpoint, or the one
-    rigctl started (RigctlError when there is none)."""
+def served_endpoint(url: str | None, flag: str = "--url") -> tuple[str, str | None, int | None]:
+    """(base URL, API key, its pid when rigctl started it) of the server to talk to: the one given,
+    [server] endpoint, or the one rigctl started (RigctlError when there is none)."""
     from rigctl.config import load_settings
     from rigctl.errors import RigctlError
     from rigctl.serve.serving import find_running
 
     if url:
-        return url, None
+        return url, None, None
     settings = load_settings()
     if settings.endpoint:
-        return settings.endpoint, None
+        return settings.endpoint, None, None
     running = find_running(settings)
     for note in running.notes:
         print(f"rigctl: {note}", file=sys.stderr)
     if running.record is None or running.launcher is None:
         raise RigctlError(f"no server to ask: rigctl has not started one here (give {flag}, or set [server] endpoint)")
-    return running.record.base_url, running.launcher.api_key(running.record)
+    return running.record.base_url, running.launcher.api_key(running.record), running.record.pid

@@ -12,7 +12,7 @@ from rigctl.config import Settings, as_table, config_path, field_location, load_
 from rigctl.profiles.store import user_dir
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     parser = common.add_command(sub, "config")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
@@ -22,8 +22,13 @@ def rows(settings: Settings) -> list[dict[str, Any]]:
     out = []
     for name, value in as_table(settings).items():
         table, key = field_location(name)
-        out.append({"setting": f"{table}.{key}", "value": list(value) if isinstance(value, tuple) else value,
-                    "source": settings.sources.get(name, "default")})
+        out.append(
+            {
+                "setting": f"{table}.{key}",
+                "value": list(value) if isinstance(value, tuple) else value,
+                "source": settings.sources.get(name, "default"),
+            }
+        )
     return out
 
 
@@ -40,8 +45,14 @@ def run(args: argparse.Namespace) -> int:
     path = config_path()
     table = rows(settings)
     if args.json:
-        common.print_json({"config_file": str(path), "config_file_exists": path.is_file(),
-                           "profiles_dir_effective": str(user_dir()), "settings": table})
+        common.print_json(
+            {
+                "config_file": str(path),
+                "config_file_exists": path.is_file(),
+                "profiles_dir_effective": str(user_dir()),
+                "settings": table,
+            }
+        )
         return 0
     print(f"config file: {path}{'' if path.is_file() else ' (absent: all defaults)'}")
     print(f"profiles dir: {user_dir()}")

@@ -6,14 +6,18 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rigctl import fmt
 from rigctl.cli import common
 from rigctl.errors import BadInputError, NoDriverError
 
+if TYPE_CHECKING:
+    from rigctl.fit.answer import FitAnswer
+    from rigctl.gpu.model import RigInfo
 
-def register(sub: Any) -> None:
+
+def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "fit")
     p.add_argument("profile", nargs="?", metavar="PROFILE", help="a profile: its model, flags and layout")
     where = p.add_mutually_exclusive_group()
@@ -29,11 +33,18 @@ def register(sub: Any) -> None:
     p.add_argument("--max-num-batched-tokens", type=int, metavar="T")
     p.add_argument("--enforce-eager", action="store_true", default=None, help="no CUDA graphs")
     p.add_argument("--weights-gib", type=float, metavar="W", help="weight GiB of the whole model (all ranks)")
-    p.add_argument("--available-kv-gib", type=float, metavar="G",
-                   help="the KV budget per GPU, e.g. a boot log's 'Available KV cache memory' (skips the budget)")
+    p.add_argument(
+        "--available-kv-gib",
+        type=float,
+        metavar="G",
+        help="the KV budget per GPU, e.g. a boot log's 'Available KV cache memory' (skips the budget)",
+    )
     p.add_argument("--no-prefix-caching", action="store_true", help="as --no-enable-prefix-caching")
-    p.add_argument("--solve-max-len", action="store_true",
-                   help="print only the largest max_model_len for 1, 2 and 4 concurrent full-length requests")
+    p.add_argument(
+        "--solve-max-len",
+        action="store_true",
+        help="print only the largest max_model_len for 1, 2 and 4 concurrent full-length requests",
+    )
     common.add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -54,12 +65,9 @@ def _check_ranges(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rigctl.fit.advise import layouts, recommend
-    from rigctl.fit.build import inputs_for, weights_for
-    from rigctl.fit.calibrate import correction, last_measured
-    from rigctl.fit.check import config_source as source_of
-    from rigctl.fit.inputs import LaunchOptions, model_dir_or_error, options_from_launch
-    from rigctl.fit.model import load_dims
+    from rigctl.fit.answer import FitQuestion, answer
+    from rigctl.fit.inputs import LaunchOptions, options_from_launch
+    from rigctl.serve.boots import read_history
 
     _check_ranges(args)
     options, profile_name = LaunchOptions(), None
@@ -71,69 +79,41 @@ def run(args: argparse.Namespace) -> int:
         table = common.option_tables(args, cached_only=True).choose(profile).table
         spec = render(profile, table)
         options, profile_name = options_from_launch(spec.argv, spec.env), profile.name
-    options = options.but(model=args.model, tp=args.tp, dp=args.dp, max_model_len=args.max_model_len,
-                          max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,
-                          spec_tokens=args.num_speculative_tokens, utilization=args.gpu_memory_utilization,
-                          batched_tokens=args.max_num_batched_tokens, eager=args.enforce_eager)
+    options = options.but(
+        model=args.model,
+        tp=args.tp,
+        dp=args.dp,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        kv_cache_dtype=args.kv_cache_dtype,
+        spec_tokens=args.num_speculative_tokens,
+        utilization=args.gpu_memory_utilization,
+        batched_tokens=args.max_num_batched_tokens,
+        eager=args.enforce_eager,
+    )
     if args.no_prefix_caching:
         options = options.but(prefix_caching=False)
-    config_source = None
-    if args.config is not None:
-        model_dir: Path | None = args.config.parent if args.config.name == "config.json" else args.config
-        dims = load_dims(args.config, options.model or str(args.config))
-        config_source = str(args.config)
-    else:
-        model_dir, config, config_source = source_of(options.model) if options.model else (None, None, "")
-        if config is None:
-            model_dir_or_error(options.model)  # says why, naming the cache it looked in
-        assert config is not None
-        dims = load_dims(config, options.model or "")
+    question = FitQuestion(options, profile_name, args.config, args.weights_gib, args.available_kv_gib, args.tp, args.dp)
     rig = _rig(args, args.available_kv_gib is not None or options.kv_cache_memory_bytes is not None)
-    totals = tuple(g.memory_total or 0 for g in rig.gpus)
-    from rigctl.serve.boots import read_history
-
-    records = read_history().records
-    cache: dict[str, Any] = {}
-
-    def predicted_budget(record: Any) -> float | None:
-        return _record_budget(record, totals, cache)
-
-    fix = correction(records, rig.backend, predicted_budget)
-    weights = weights_for(dims, options, model_dir if model_dir and model_dir.is_dir() else None, args.weights_gib)
-    inputs = inputs_for(options, dims, weights, totals, rig.gpus[0].name if rig.gpus else "GPU", fix.gib,
-                        args.available_kv_gib)
-    only = (args.tp, args.dp) if args.tp or args.dp else (None, None)
-    if not rig.gpus:
-        only = (options.tp, options.dp)
-    found = layouts(inputs, *only)
-    advice = recommend(inputs, found) if only == (None, None) else None
-    measured = last_measured(records, profile_name, rig.backend) if profile_name else None
-    own = next((lay for lay in found if (lay.tp, lay.dp) == (options.tp, options.dp)), None)
+    found = answer(question, rig, read_history().records)
     if args.json:
-        common.print_json({
-            "predicted": True, "profile": profile_name, "model": {**_model_json(dims), "config": config_source},
-            "rig": rig.backend,
-            "gpus": [{"name": g.name, "memory_total_gib": round((g.memory_total or 0) / 2**30, 2)} for g in rig.gpus],
-            "weights": {"gib": round(weights.main_bytes / 2**30, 2), "mtp_gib": round(weights.mtp_bytes / 2**30, 2),
-                        "source": weights.source},
-            "settings": _settings_json(inputs), "layouts": [lay.to_json() for lay in found],
-            "recommended": advice.to_json() if advice else None,
-            "profile_layout": {"tp": options.tp, "dp": options.dp} if profile_name else None,
-            "measured": _measured_json(measured, own), "correction": {"gib": round(fix.gib, 3), "boots": fix.boots},
-            "notes": list(dims.notes) + _notes(options)})
+        common.print_json(found.to_json())
         return 0
     if args.solve_max_len:
-        pick = own if profile_name and own else next((lay for lay in found if advice and (lay.tp, lay.dp) ==
-                                                       (advice.tp, advice.dp)), found[0])
-        print(f"{pick.name} (predicted): " + ", ".join(f"{n} at once: max_model_len {pick.tiers.get(n, 0):,}"
-                                                        for n in (1, 2, 4)))
+        advice = found.advice
+        pick = (
+            found.own
+            if profile_name and found.own
+            else next((lay for lay in found.layouts if advice and (lay.tp, lay.dp) == (advice.tp, advice.dp)), found.layouts[0])
+        )
+        print(f"{pick.name} (predicted): " + ", ".join(f"{n} at once: max_model_len {pick.tiers.get(n, 0):,}" for n in (1, 2, 4)))
         return 0
-    _print(args, dims, weights, rig, inputs, found, advice, own if profile_name else None, measured, fix, options)
-    print(f"config: {config_source}", file=sys.stderr)
+    _print(args, found)
+    print(f"config: {found.config_source}", file=sys.stderr)
     return 0
 
 
-def _rig(args: argparse.Namespace, budget_known: bool) -> Any:
+def _rig(args: argparse.Namespace, budget_known: bool) -> RigInfo:
     """The rig's GPUs; without a driver, an empty rig when the KV budget is given (the KV step
     needs no GPU: the CPU build, a boot log from elsewhere)."""
     from rigctl.backends import open_backend, selected_sim
@@ -144,132 +124,109 @@ def _rig(args: argparse.Namespace, budget_known: bool) -> Any:
     except NoDriverError as exc:
         if budget_known:
             return RigInfo(backend="none", gpus=())
-        raise NoDriverError(f"{exc}; rigctl fit needs the rig's GPUs for the budget (or --sim NAME, or "
-                            "--available-kv-gib)") from None
+        raise NoDriverError(
+            f"{exc}; rigctl fit needs the rig's GPUs for the budget (or --sim NAME, or --available-kv-gib)"
+        ) from None
     try:
         return backend.info()
     finally:
         backend.close()
 
 
-def _record_budget(record: Any, totals: tuple[int, ...], cache: dict[str, Any]) -> float | None:
-    """The predicted available KV bytes of a past boot's command line (None: its model is not here)."""
-    from rigctl.fit.advise import evaluate
-    from rigctl.fit.build import inputs_for, weights_for
-    from rigctl.fit.inputs import find_model_dir, options_from_argv
-    from rigctl.fit.model import load_dims
-
-    options = options_from_argv(record.argv)
-    if not options.model or not totals:
-        return None
-    if options.model not in cache:
-        found = find_model_dir(options.model)
-        try:
-            cache[options.model] = (load_dims(found), found) if found else None
-        except BadInputError:
-            cache[options.model] = None
-    if cache[options.model] is None:
-        return None
-    dims, model_dir = cache[options.model]
-    layout = evaluate(inputs_for(options, dims, weights_for(dims, options, model_dir), totals), options.tp, options.dp)
-    return layout.budget.available if layout.budget else None
-
-
-def _model_json(dims: Any) -> dict[str, Any]:
-    return {"name": dims.name, "architecture": dims.architecture, "hybrid": dims.hybrid, "layers": dims.layers,
-            "attention_layers": dims.attention_layers, "linear_layers": dims.linear_layers,
-            "kv_heads": dims.kv_heads, "head_dim": dims.head_dim, "mtp_layers": dims.mtp_layers,
-            "max_position": dims.max_position}
-
-
-def _settings_json(inputs: Any) -> dict[str, Any]:
-    return {"max_model_len": inputs.length, "max_num_seqs": inputs.max_num_seqs,
-            "kv_cache_dtype": inputs.kv_cache_dtype or "auto", "num_speculative_tokens": inputs.spec_tokens,
-            "gpu_memory_utilization": inputs.utilization, "max_num_batched_tokens": inputs.batched_tokens,
-            "enforce_eager": inputs.eager, "prefix_caching": inputs.prefix_caching,
-            "available_kv_gib_given": (round(inputs.available_kv_bytes / 2**30, 4)
-                                       if inputs.available_kv_bytes is not None else None)}
-
-
-def _measured_json(measured: Any, own: Any) -> dict[str, Any] | None:
-    if measured is None:
-        return None
-    out = {"when": measured.when, "pool_tokens": measured.pool_tokens, "available_kv_gib": measured.available_kv_gib,
-           "max_concurrency": measured.max_concurrency, "pool_error": None, "budget_error": None}
-    if own is not None and own.pool is not None and measured.pool_tokens:
-        out["pool_error"] = round(own.pool.tokens / measured.pool_tokens - 1, 4)
-    if own is not None and own.available_gib is not None and measured.available_kv_gib:
-        out["budget_error"] = round(own.available_gib / measured.available_kv_gib - 1, 4)
-    return out
-
-
-def _notes(options: Any) -> list[str]:
-    notes = []
-    if options.spec_other:
-        notes.append(f"speculative method {options.spec_other} is not modelled (only MTP): its draft model's memory "
-                     "is not counted")
-    return notes
-
-
-def _print(args: argparse.Namespace, dims: Any, weights: Any, rig: Any, inputs: Any, found: list[Any],
-           advice: Any, own: Any, measured: Any, fix: Any, options: Any) -> None:
-    kind = (f"hybrid: {dims.attention_layers} full-attention + {dims.linear_layers} Gated DeltaNet layers"
-            if dims.hybrid else f"dense: {dims.attention_layers} attention layers")
+def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
+    dims, weights, rig, inputs, found = answer.dims, answer.weights, answer.rig, answer.inputs, answer.layouts
+    advice, measured, fix = answer.advice, answer.measured, answer.correction
+    own = answer.own if answer.question.profile else None
+    kind = (
+        f"hybrid: {dims.attention_layers} full-attention + {dims.linear_layers} Gated DeltaNet layers"
+        if dims.hybrid
+        else f"dense: {dims.attention_layers} attention layers"
+    )
     names = sorted({g.name for g in rig.gpus})
-    where = (f"on {len(rig.gpus)}x {', '.join(names)} ({fmt.gib(min(inputs.gpu_totals))} each)" if rig.gpus
-             else "(no GPU: the KV step alone)")
+    where = (
+        f"on {len(rig.gpus)}x {', '.join(names)} ({fmt.gib(min(inputs.gpu_totals))} each)"
+        if rig.gpus
+        else "(no GPU: the KV step alone)"
+    )
     print(f"{dims.name} {where}, all figures PREDICTED")
-    print(f"  model: {kind}, {dims.kv_heads} KV heads x {dims.head_dim}"
-          + (f", {dims.mtp_layers} MTP layer(s)" if dims.mtp_layers else ""))
-    print(f"  weights: {fmt.gib(weights.main_bytes, 2)}" + (f" + MTP head {fmt.gib(weights.mtp_bytes, 2)}"
-                                                            if weights.mtp_bytes and inputs.spec_tokens else "")
-          + f" ({weights.source})")
-    print(f"  settings: max_model_len {inputs.length:,}, max_num_seqs {found[0].max_num_seqs if found else '?'}, "
-          f"KV {inputs.kv_cache_dtype or 'auto'}, MTP {inputs.spec_tokens or 'off'}, "
-          f"gpu_memory_utilization {inputs.utilization}, prefix caching {'on' if inputs.prefix_caching else 'off'}"
-          + (", eager" if inputs.eager else ""))
+    print(
+        f"  model: {kind}, {dims.kv_heads} KV heads x {dims.head_dim}"
+        + (f", {dims.mtp_layers} MTP layer(s)" if dims.mtp_layers else "")
+    )
+    print(
+        f"  weights: {fmt.gib(weights.main_bytes, 2)}"
+        + (f" + MTP head {fmt.gib(weights.mtp_bytes, 2)}" if weights.mtp_bytes and inputs.spec_tokens else "")
+        + f" ({weights.source})"
+    )
+    print(
+        f"  settings: max_model_len {inputs.length:,}, max_num_seqs {found[0].max_num_seqs if found else '?'}, "
+        f"KV {inputs.kv_cache_dtype or 'auto'}, MTP {inputs.spec_tokens or 'off'}, "
+        f"gpu_memory_utilization {inputs.utilization}, prefix caching {'on' if inputs.prefix_caching else 'off'}"
+        + (", eager" if inputs.eager else "")
+    )
     if inputs.available_kv_bytes is not None:
         print(f"  KV budget given: {inputs.available_kv_bytes / 2**30:.4g} GiB per GPU (the budget step is skipped)")
-    rows = [["layout", "fits", "KV GiB/GPU", "block", "blocks", "pool tokens", "max conc", "state/seq",
-             "1x len", "2x len", "4x len"]]
+    rows = [
+        ["layout", "fits", "KV GiB/GPU", "block", "blocks", "pool tokens", "max conc", "state/seq", "1x len", "2x len", "4x len"]
+    ]
     for lay in found:
         p = lay.pool
         mark = " *" if own is not None and lay is own else ""
-        rows.append([lay.name + mark, "yes" if lay.fits else "NO",
-                     f"{lay.available_gib:.2f}" if lay.available_gib is not None else "-",
-                     f"{p.shape.block_size:,}" if p else "-", f"{p.num_blocks:,}" if p else "-",
-                     (f"{p.tokens:,}" if not lay.pool_range or lay.pool_range[0] == lay.pool_range[1]
-                      else f"{lay.pool_range[0]:,}-{lay.pool_range[1]:,}") if p else "-",
-                     f"{p.max_concurrency:.2f}x" if p else "-",
-                     fmt.mib(p.state_bytes_per_seq) if p and p.shape.linear_layers else "-",
-                     *[f"{lay.tiers[n]:,}" if lay.tiers else "-" for n in (1, 2, 4)]])
+        rows.append(
+            [
+                lay.name + mark,
+                "yes" if lay.fits else "NO",
+                f"{lay.available_gib:.2f}" if lay.available_gib is not None else "-",
+                f"{p.shape.block_size:,}" if p else "-",
+                f"{p.num_blocks:,}" if p else "-",
+                (
+                    f"{p.tokens:,}"
+                    if not lay.pool_range or lay.pool_range[0] == lay.pool_range[1]
+                    else f"{lay.pool_range[0]:,}-{lay.pool_range[1]:,}"
+                )
+                if p
+                else "-",
+                f"{p.max_concurrency:.2f}x" if p else "-",
+                fmt.mib(p.state_bytes_per_seq) if p and p.shape.linear_layers else "-",
+                *[f"{lay.tiers[n]:,}" if lay.tiers else "-" for n in (1, 2, 4)],
+            ]
+        )
     print()
     print(fmt.table(rows, "<<>>>>>>>>>"))
     for lay in found:
         if lay.why_not:
             print(f"  {lay.name}: {lay.why_not}")
-    shown = own or (found[0] if len(found) == 1 else
-                    next((lay for lay in found if advice and (lay.tp, lay.dp) == (advice.tp, advice.dp)), None))
+    shown = own or (
+        found[0] if len(found) == 1 else next((lay for lay in found if advice and (lay.tp, lay.dp) == (advice.tp, advice.dp)), None)
+    )
     if shown is not None and shown.budget is not None:
         b = shown.budget
-        print(f"\nbudget per GPU ({shown.name}): {b.requested / 2**30:.2f} requested - {b.weights / 2**30:.2f} weights"
-              + (f" - {b.mtp_head / 2**30:.2f} MTP head" if b.mtp_head else "")
-              + f" - {b.activation / 2**30:.2f} activation - {b.non_torch / 2**30:.2f} non-torch"
-              + f" - {b.graphs / 2**30:.2f} CUDA graphs - 0.15 margin"
-              + (f" {b.correction:+.2f} correction" if b.correction else "")
-              + f" = {b.available / 2**30:.2f} GiB")
+        print(
+            f"\nbudget per GPU ({shown.name}): {b.requested / 2**30:.2f} requested - {b.weights / 2**30:.2f} weights"
+            + (f" - {b.mtp_head / 2**30:.2f} MTP head" if b.mtp_head else "")
+            + f" - {b.activation / 2**30:.2f} activation - {b.non_torch / 2**30:.2f} non-torch"
+            + f" - {b.graphs / 2**30:.2f} CUDA graphs - 0.15 margin"
+            + (f" {b.correction:+.2f} correction" if b.correction else "")
+            + f" = {b.available / 2**30:.2f} GiB"
+        )
     print(f"correction: {fix.describe()}")
     if shown is not None and shown.pool is not None and shown.pool.shape.linear_layers:
         p = shown.pool
-        print(f"hybrid step: attention block grown to {p.shape.block_size:,} tokens so a page holds a GDN state "
-              f"(padded {p.shape.padding:.2%}); {p.shape.groups} layer groups ({p.shape.attention_layers} attention, "
-              f"{p.shape.linear_layers} GDN) share {p.num_blocks:,} blocks")
-        print(f"state: every sequence pins {p.shape.state_blocks_per_seq} blocks ({fmt.mib(p.state_bytes_per_seq)} "
-              f"per GPU) whatever its length; the GDN state may use {p.mamba_blocks:,} blocks, max_num_seqs "
-              f"{shown.max_num_seqs}")
+        print(
+            f"hybrid step: attention block grown to {p.shape.block_size:,} tokens so a page holds a GDN state "
+            f"(padded {p.shape.padding:.2%}); {p.shape.groups} layer groups ({p.shape.attention_layers} attention, "
+            f"{p.shape.linear_layers} GDN) share {p.num_blocks:,} blocks"
+        )
+        print(
+            f"state: every sequence pins {p.shape.state_blocks_per_seq} blocks ({fmt.mib(p.state_bytes_per_seq)} "
+            f"per GPU) whatever its length; the GDN state may use {p.mamba_blocks:,} blocks, max_num_seqs "
+            f"{shown.max_num_seqs}"
+        )
     if advice is not None:
         print(f"\nrecommended: TP{advice.tp}/DP{advice.dp}: {advice.why}")
-    elif args.tp is None and args.dp is None:
+    elif not rig.gpus:
+        print("\nrecommended: none (no GPU here: only the layout asked for was sized, from the KV budget given)")
+    elif args.tp is None and args.dp is None and not any(lay.fits for lay in found):
         print("\nrecommended: nothing fits this rig (see the reasons above)")
     if measured is not None:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(measured.when))
@@ -279,5 +236,5 @@ def _print(args: argparse.Namespace, dims: Any, weights: Any, rig: Any, inputs: 
         if own is not None and own.pool is not None and measured.pool_tokens:
             line += f"; predicted {own.pool.tokens:,} ({own.pool.tokens / measured.pool_tokens - 1:+.1%})"
         print(line)
-    for note in list(dims.notes) + _notes(options):
+    for note in answer.notes:
         print(f"note: {note}", file=sys.stderr)

@@ -14,7 +14,7 @@ from rigctl.gpu.model import RigSnapshot, to_jsonable
 COLUMNS = ("GPU", "VRAM", "util", "power", "temp", "fan", "SM", "PCIe", "procs")
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     parser = common.add_command(sub, "gpus")
     common.add_json_flag(parser)
     parser.add_argument("--watch", action="store_true", help="repeat until interrupted (JSON: one object per line)")
@@ -30,12 +30,19 @@ def rows(snapshot: RigSnapshot) -> list[tuple[str, ...]]:
         if s is None or s.lost:
             out.append((f"{gpu.index}", "LOST", *("-" * 1 for _ in COLUMNS[2:])))
             continue
-        out.append((
-            str(gpu.index), fmt.gib_pair(s.memory_used, gpu.memory_total), fmt.pct(s.util_gpu),
-            f"{fmt.watts(s.power_w)}/{fmt.watts(gpu.power_limit_w)}", fmt.celsius(s.temperature_c),
-            fmt.pct(s.fan_pct), fmt.mhz(s.sm_clock), fmt.pcie(s.pcie_gen, s.pcie_width),
-            str(len(s.processes)) if s.processes is not None else "n/a",
-        ))
+        out.append(
+            (
+                str(gpu.index),
+                fmt.gib_pair(s.memory_used, gpu.memory_total),
+                fmt.pct(s.util_gpu),
+                f"{fmt.watts(s.power_w)}/{fmt.watts(gpu.power_limit_w)}",
+                fmt.celsius(s.temperature_c),
+                fmt.pct(s.fan_pct),
+                fmt.mhz(s.sm_clock),
+                fmt.pcie(s.pcie_gen, s.pcie_width),
+                str(len(s.processes)) if s.processes is not None else "n/a",
+            )
+        )
     return out
 
 
@@ -44,8 +51,7 @@ def table(snapshot: RigSnapshot) -> str:
 
 
 def gpus_json(snapshot: RigSnapshot) -> dict[str, Any]:
-    return {"timestamp": snapshot.timestamp, "backend": snapshot.info.backend,
-            "gpus": [to_jsonable(s) for s in snapshot.samples]}
+    return {"timestamp": snapshot.timestamp, "backend": snapshot.info.backend, "gpus": [to_jsonable(s) for s in snapshot.samples]}
 
 
 def run(args: argparse.Namespace) -> int:

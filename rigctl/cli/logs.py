@@ -7,7 +7,6 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
 
 from rigctl import fmt
 from rigctl.cli import common
@@ -21,7 +20,7 @@ from rigctl.serve.launchers import launcher_for
 from rigctl.serve.serving import find_running
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "logs")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="lines of history first (50)")
@@ -82,9 +81,17 @@ def run_history(args: argparse.Namespace) -> int:
         return 0
     rows = [("when", "profile", "KV capacity", "at max_model_len", "concurrency", "boot", "vLLM")]
     for r in records:
-        rows.append((time.strftime("%Y-%m-%d %H:%M", time.localtime(r.when)), r.profile, fmt.count(r.kv_tokens),
-                     fmt.count(r.max_model_len), "n/a" if r.max_concurrency is None else f"{r.max_concurrency:.2f}x",
-                     fmt.seconds(r.boot_seconds), r.vllm_version or "n/a"))
+        rows.append(
+            (
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(r.when)),
+                r.profile,
+                fmt.count(r.kv_tokens),
+                fmt.count(r.max_model_len),
+                "n/a" if r.max_concurrency is None else f"{r.max_concurrency:.2f}x",
+                fmt.seconds(r.boot_seconds),
+                r.vllm_version or "n/a",
+            )
+        )
     print(fmt.table(rows))
     print("KV capacity is vLLM's figure at max_model_len; for hybrid models it is concurrency x max_model_len.")
     return 0
@@ -118,8 +125,10 @@ def run_bootlog(args: argparse.Namespace) -> int:
     if report.available_kv_gib is not None:
         print(f"available KV memory: {report.available_kv_gib:.2f} GiB")
     if report.model_load_gib is not None:
-        print(f"model load: {report.model_load_gib:.2f} GiB" + (f" in {report.model_load_seconds:.1f} s"
-                                                                if report.model_load_seconds else ""))
+        print(
+            f"model load: {report.model_load_gib:.2f} GiB"
+            + (f" in {report.model_load_seconds:.1f} s" if report.model_load_seconds else "")
+        )
     if report.failure:
         f = report.failure
         print(f"FAILED ({f.cause}): {f.summary}\n  {f.line.strip()}" + (f"\n  fix: {f.suggestion}" if f.suggestion else ""))

@@ -1,7 +1,7 @@
 """`rigctl metrics`: vLLM's /metrics as the figures an owner reads, live or from saved scrapes.
 
-    rigctl metrics [--json] [--watch] [--interval S]           the server rigctl runs (or --url)
-    rigctl metrics --file BEFORE --file AFTER --seconds S       two saved scrapes, offline
+rigctl metrics [--json] [--watch] [--interval S]           the server rigctl runs (or --url)
+rigctl metrics --file BEFORE --file AFTER --seconds S       two saved scrapes, offline
 """
 
 from __future__ import annotations
@@ -10,23 +10,23 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from rigctl import jsonio
 from rigctl.cli import common
 from rigctl.engine import report
 from rigctl.engine.client import EngineClient, EngineHTTPError
-from rigctl.engine.derive import interval
+from rigctl.engine.derive import IntervalFigures, interval
 from rigctl.engine.http_get import MAX_BODY
 from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse, sample_lines
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.files import read_input
+from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import GpuSample
 from rigctl.gpu.sampler import RigSampler
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "metrics")
     common.add_json_flag(p)
     p.add_argument("--watch", action="store_true", help="repeat every interval (JSON: one object per line)")
@@ -50,7 +50,7 @@ def _load_file(path: str) -> EngineSnapshot:
     return found
 
 
-def _emit(args: argparse.Namespace, snap: EngineSnapshot, figures: Any, one_line: bool = False) -> None:
+def _emit(args: argparse.Namespace, snap: EngineSnapshot, figures: IntervalFigures | None, one_line: bool = False) -> None:
     if args.json:
         data = report.to_json(snap, figures)
         sys.stdout.write(jsonio.dumps(data, indent=None if one_line else 2) + "\n")
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.interval <= 0:
         raise BadInputError("--interval must be positive")
-    url, key = common.served_endpoint(args.url)
+    url, key, pid = common.served_endpoint(args.url)
     try:
         sampler: RigSampler | None = common.open_sampler(args, with_host=False)
     except NoDriverError:
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         while args.count is None or taken < args.count:
             time.sleep(args.interval)
             after, gpus_after = _scrape(client), _gpus(sampler)
-            serving = frozenset(s.index for s in gpus_after if any(p.is_vllm for p in s.processes or ())) or None
+            serving = frozenset(serving_gpus(gpus_after, pid)) or None
             _emit(args, after, interval(before, after, None, gpus_before, gpus_after, serving), one_line=args.watch)
             taken += 1
             if not args.watch:
@@ -107,8 +107,10 @@ def _scrape(client: EngineClient) -> EngineSnapshot:
         raise RigctlError(f"{client.base_url}/metrics: {exc}") from exc
     found = snapshot(exposition, time.time())
     if not found.is_vllm:
-        raise RigctlError(f"{client.base_url}/metrics answered, but with no vLLM metrics "
-                          f"({sample_lines(text):,} other samples): is a vLLM server listening there?")
+        raise RigctlError(
+            f"{client.base_url}/metrics answered, but with no vLLM metrics "
+            f"({sample_lines(text):,} other samples): is a vLLM server listening there?"
+        )
     return found
 
 

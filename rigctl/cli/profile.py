@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from rigctl.cli import common, profile_edit
 from rigctl.errors import ExitCode
-from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import knobs, launch_diff
@@ -18,9 +16,10 @@ from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.redact import redact_env, redact_mapping
 from rigctl.serve.statefiles import active_profile_name
+from rigctl.vllm.options import OptionTable
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     parser = common.add_command(sub, "profile")
     psub = parser.add_subparsers(dest="profile_command", metavar="ACTION", required=True)
 
@@ -68,10 +67,18 @@ def run_list(args: argparse.Namespace) -> int:
             profile = store.load(name)
             choice = tables.choose(profile)
             _noted(notes, choice.note)
-            rows.append({"name": name, "active": name == active, "shipped": profile.shipped,
-                         "description": profile.description, "model": profile.model,
-                         "vllm_version": choice.table.version, **knobs(profile, choice.table).as_dict(),
-                         "error": None})
+            rows.append(
+                {
+                    "name": name,
+                    "active": name == active,
+                    "shipped": profile.shipped,
+                    "description": profile.description,
+                    "model": profile.model,
+                    "vllm_version": choice.table.version,
+                    **knobs(profile, choice.table).as_dict(),
+                    "error": None,
+                }
+            )
         except ProfileError as exc:
             rows.append({"name": name, "active": name == active, "error": str(exc.diagnostics[0])})
     if args.json:
@@ -90,16 +97,23 @@ def run_show(args: argparse.Namespace) -> int:
     diagnostics = validate(profile, table, common.rig_info_or_none(args))
     spec = None if any(d.severity == "error" for d in diagnostics) else render(profile, table, tables.default_command)
     if args.json:
-        common.print_json({
-            "name": profile.name, "path": str(profile.path), "shipped": profile.shipped, "chain": profile.chain,
-            "description": profile.description, "model": profile.model, "vllm_version": table.version,
-            "knobs": knobs(profile, table).as_dict(),
-            "vllm": redact_mapping(profile.vllm), "env": spec.redacted_env() if spec else redact_env(profile.env),
-            "origins": {k: {"path": str(o.path), "line": o.line, "profile": o.profile}
-                        for k, o in profile.origins.items()},
-            "argv": spec.redacted_argv() if spec else None,
-            "diagnostics": [d.__dict__ for d in diagnostics],
-        })
+        common.print_json(
+            {
+                "name": profile.name,
+                "path": str(profile.path),
+                "shipped": profile.shipped,
+                "chain": profile.chain,
+                "description": profile.description,
+                "model": profile.model,
+                "vllm_version": table.version,
+                "knobs": knobs(profile, table).as_dict(),
+                "vllm": redact_mapping(profile.vllm),
+                "env": spec.redacted_env() if spec else redact_env(profile.env),
+                "origins": {k: {"path": str(o.path), "line": o.line, "profile": o.profile} for k, o in profile.origins.items()},
+                "argv": spec.redacted_argv() if spec else None,
+                "diagnostics": [d.__dict__ for d in diagnostics],
+            }
+        )
     else:
         print(show_text(profile, table, spec, diagnostics))
     return int(ExitCode.BAD_INPUT) if spec is None else 0
@@ -143,13 +157,18 @@ def run_validate(args: argparse.Namespace) -> int:
             choice = tables.choose(profile)
             _noted(notes, choice.note)
             checked[name], used[choice.table.version] = choice.table.version, choice.table
-            results[name] = check_profile(profile, choice.table, rig, tables.default_command, host_paths)[0]
+            results[name] = list(check_profile(profile, choice.table, rig, tables.default_command, host_paths).diagnostics)
         except ProfileError as exc:
             results[name] = list(exc.diagnostics)
     failed = [n for n, ds in results.items() if any(d.severity == "error" for d in ds)]
     if args.json:
-        common.print_json({"vllm_versions": checked, "rig": rig.backend if rig else None,
-                           "profiles": {n: [d.__dict__ for d in ds] for n, ds in results.items()}})
+        common.print_json(
+            {
+                "vllm_versions": checked,
+                "rig": rig.backend if rig else None,
+                "profiles": {n: [d.__dict__ for d in ds] for n, ds in results.items()},
+            }
+        )
     else:
         for name, diagnostics in results.items():
             errors = sum(d.severity == "error" for d in diagnostics)
@@ -159,8 +178,10 @@ def run_validate(args: argparse.Namespace) -> int:
             for diagnostic in diagnostics:
                 print(f"  {diagnostic}")
         against = ", ".join(f"vLLM {t.version} options ({t.origin})" for t in used.values()) or "no option table"
-        print(f"checked against {against}" + (f" and rig {rig.backend}" if rig else
-                                               "; rig not known, GPU count not checked"), file=sys.stderr)
+        print(
+            f"checked against {against}" + (f" and rig {rig.backend}" if rig else "; rig not known, GPU count not checked"),
+            file=sys.stderr,
+        )
     return int(ExitCode.BAD_INPUT) if failed else 0
 
 
@@ -169,9 +190,15 @@ def run_argv(args: argparse.Namespace) -> int:
     rendered for the options of the version it runs."""
     spec = _render(common.option_tables(args), ProfileStore().load(args.name), set())
     if args.json:
-        common.print_json({"argv": spec.redacted_argv(), "env": spec.redacted_env(), "host": spec.host,
-                           "port": spec.port, "served_model_names": spec.served_names})
+        common.print_json(
+            {
+                "argv": spec.redacted_argv(),
+                "env": spec.redacted_env(),
+                "host": spec.host,
+                "port": spec.port,
+                "served_model_names": spec.served_names,
+            }
+        )
     else:
         print(spec.display())
     return 0
-

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from rigctl.cli import common
 from rigctl.profiles.edit import new_profile, set_value, unset_value
@@ -15,7 +14,7 @@ from rigctl.profiles.store import ProfileStore
 from rigctl.redact import REDACTED, is_secret_env, is_secret_option
 
 
-def register(psub: Any) -> None:
+def register(psub: common.Subparsers) -> None:
     p = common.add_command(psub, "set", "set a key in a user profile (validated first; comments kept)")
     p.add_argument("name")
     p.add_argument("key", help="vllm.<option>, env.<NAME>, rigctl.<setting>, description, model, extends")
@@ -33,8 +32,7 @@ def register(psub: Any) -> None:
     p.set_defaults(handler=run_new)
 
     p = common.add_command(psub, "refresh-options", "read the option table from an installed vLLM")
-    p.add_argument("--python", default=sys.executable,
-                   help="the Python that has vLLM installed (default: this one)")
+    p.add_argument("--python", default=sys.executable, help="the Python that has vLLM installed (default: this one)")
     p.set_defaults(handler=run_refresh)
 
 
@@ -44,26 +42,30 @@ def _print_warnings(diagnostics: list[Diagnostic]) -> None:
 
 
 def run_set(args: argparse.Namespace) -> int:
-    warnings = set_value(ProfileStore(), args.name, args.key, args.value, common.option_tables(args),
-                         common.rig_info_or_none(args, quiet=True))
+    warnings = set_value(
+        ProfileStore(), args.name, args.key, args.value, common.option_tables(args), common.rig_info_or_none(args, quiet=True)
+    )
     _print_warnings(warnings)
     secret = is_secret_option(args.key.partition(".")[2] or args.key) or (
-        args.key.startswith("env.") and is_secret_env(args.key[4:]))
+        args.key.startswith("env.") and is_secret_env(args.key[4:])
+    )
     print(f"{args.name}: {args.key} = {REDACTED if secret else args.value}")
     return 0
 
 
 def run_unset(args: argparse.Namespace) -> int:
-    warnings = unset_value(ProfileStore(), args.name, args.key, common.option_tables(args),
-                           common.rig_info_or_none(args, quiet=True))
+    warnings = unset_value(
+        ProfileStore(), args.name, args.key, common.option_tables(args), common.rig_info_or_none(args, quiet=True)
+    )
     _print_warnings(warnings)
     print(f"{args.name}: {args.key} removed")
     return 0
 
 
 def run_new(args: argparse.Namespace) -> int:
-    path, warnings = new_profile(ProfileStore(), args.name, args.base, common.option_tables(args),
-                                 common.rig_info_or_none(args, quiet=True))
+    path, warnings = new_profile(
+        ProfileStore(), args.name, args.base, common.option_tables(args), common.rig_info_or_none(args, quiet=True)
+    )
     _print_warnings(warnings)
     print(f"created {path} (extends {args.base})")
     return 0

@@ -6,13 +6,18 @@ import argparse
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rigctl.cli import common
 from rigctl.errors import BadInputError
 
+if TYPE_CHECKING:
+    from rigctl.record.recorder import Notes
+    from rigctl.record.rows import Row
+    from rigctl.record.store import RecordWriter
 
-def register(sub: Any) -> None:
+
+def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "record")
     p.add_argument("--interval", type=float, metavar="S", help="seconds per row (default: [record] interval, 10)")
     p.add_argument("--retention-days", type=float, default=30.0, metavar="D", help="rows older are dropped (30)")
@@ -43,13 +48,19 @@ def run(args: argparse.Namespace) -> int:
     except NoDriverError:
         sampler = None  # the engine's figures still; no energy
 
-    def said(row: Any) -> None:
+    def said(row: Row) -> None:
         if args.verbose:
-            print(f"{row.profile}: {row.requests:.0f} requests, {row.counts.get('prefix_queries', 0):,.0f} prefix "
-                  f"tokens queried in {row.seconds:.1f} s", flush=True)
+            print(
+                f"{row.profile}: {row.requests:.0f} requests, {row.counts.get('prefix_queries', 0):,.0f} prefix "
+                f"tokens queried in {row.seconds:.1f} s",
+                flush=True,
+            )
 
-    print(f"recording to {writer.path} every {args.interval:g} s" + ("" if sampler else " (no GPU: no energy)"),
-          file=sys.stderr, flush=True)
+    print(
+        f"recording to {writer.path} every {args.interval:g} s" + ("" if sampler else " (no GPU: no energy)"),
+        file=sys.stderr,
+        flush=True,
+    )
     source = ServingSource(sampler, notes)
     recorder = Recorder(writer, args.interval, said, notes)
     try:
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 BACKOFF_MAX_S = 60.0
 
 
-def open_writer(retention_days: float, notes: Any, stop: threading.Event) -> Any:
+def open_writer(retention_days: float, notes: Notes, stop: threading.Event) -> RecordWriter | None:
     """The record's writer, waiting out trouble that passes by itself (a full disk, a lock another
     program holds) with a backoff of 1 s doubling to a minute, said once; None when stopped
     first. Trouble that will not pass (a damaged file, a read-only dir) and another recorder are

@@ -7,7 +7,6 @@ import argparse
 import re
 import time
 from datetime import datetime
-from typing import Any
 
 from rigctl.cli import common
 from rigctl.errors import BadInputError
@@ -16,15 +15,19 @@ DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "report")
     p.add_argument("profiles", nargs="*", metavar="PROFILE", help="the profiles to compare (default: all that served)")
     p.add_argument("--since", metavar="T", help="e.g. 24h, 7d, or 2026-11-30 or 2026-11-30T14:00")
     p.add_argument("--until", metavar="T", help="as --since (default: now)")
     p.add_argument("--by-boot", action="store_true", help="one column per boot instead of per profile")
     p.add_argument("--bench", action="store_true", help="the benches' own traffic instead (kept apart from real use)")
-    p.add_argument("--source", choices=("auto", "record", "prometheus"), default="auto",
-                   help="the record file, or Prometheus ([prometheus] url); auto: Prometheus when configured")
+    p.add_argument(
+        "--source",
+        choices=("auto", "record", "prometheus"),
+        default="auto",
+        help="the record file, or Prometheus ([prometheus] url); auto: Prometheus when configured",
+    )
     common.add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -82,9 +85,17 @@ def run(args: argparse.Namespace) -> int:
     asked = [p for p in args.profiles if p in {r.profile for r in rows}] or None
     columns = by_boot(rows, limits) if args.by_boot else by_profile(rows, asked, limits)
     if args.json:
-        common.print_json({"source": source, "from": where, "since": since, "until": until or now,
-                           "bench": args.bench, "benches_left_out": [] if args.bench else benched,
-                           "profiles": [c.to_json() for c in columns]})
+        common.print_json(
+            {
+                "source": source,
+                "from": where,
+                "since": since,
+                "until": until or now,
+                "bench": args.bench,
+                "benches_left_out": [] if args.bench else benched,
+                "profiles": [c.to_json() for c in columns],
+            }
+        )
         return 0
     if not columns:
         print(f"nothing recorded yet ({where}); run `rigctl record` (or keep the TUI open) while a profile serves")

@@ -7,12 +7,10 @@ Exit codes: 0 switched; 2 invalid profile (nothing touched); 3 failed and rolled
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 from rigctl.backends import open_backend, selected_sim
 from rigctl.bench.live import read_live, settle
@@ -23,29 +21,37 @@ from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import switch as transaction
-from rigctl.serve.bootwatch import Event
+from rigctl.serve.bootwatch import BootResult, Event
 from rigctl.serve.launchers import SIM_COMMAND, make_launcher
 from rigctl.serve.serving import find_running
 from rigctl.serve.steps import ServeContext
 
 
-def make_context(args: argparse.Namespace, on_event: Any = None) -> ServeContext:
+def make_context(
+    args: argparse.Namespace, on_event: Callable[[Event], None] | None = None, with_host: bool = False
+) -> ServeContext:
+    """The serving context of a command: its settings, launcher, profiles, option tables and rig.
+    `with_host`: its sampler reads the host's CPU and memory too (the TUI's header)."""
     settings = load_settings()
     sim = selected_sim(getattr(args, "sim", None))
-    if sim:
-        os.environ["RIGCTL_SIM"] = sim  # the simulator learns its rig from the environment it inherits
     try:
-        sampler: RigSampler | None = RigSampler(open_backend(sim), with_host=False)
+        sampler: RigSampler | None = RigSampler(open_backend(sim), with_host=with_host)
     except NoDriverError as exc:
         if not common.serves_without_a_driver(settings):
-            raise RigctlError(f"{exc}; or, to serve without an NVIDIA driver (a CPU build of vLLM), set [server] "
-                              "vllm_command (or launcher) in config.toml") from exc
+            raise RigctlError(
+                f"{exc}; or, to serve without an NVIDIA driver (a CPU build of vLLM), set [server] "
+                "vllm_command (or launcher) in config.toml"
+            ) from exc
         sampler = None
     return ServeContext(
-        settings=settings, launcher=make_launcher(settings, "process" if sim else None), store=ProfileStore(),
-        tables=OptionTables(SIM_COMMAND if sim else settings.vllm_command), rig=sampler.info if sampler else None,
+        settings=settings,
+        launcher=make_launcher(settings, "process" if sim else None, sim),
+        store=ProfileStore(),
+        tables=OptionTables(SIM_COMMAND if sim else settings.vllm_command),
+        rig=sampler.info if sampler else None,
         sampler=sampler,
-        on_event=on_event or (lambda event: None))
+        on_event=on_event or (lambda event: None),
+    )
 
 
 class Progress:
@@ -69,17 +75,23 @@ class Progress:
             print(f"{stamp} {prefix}{event.text}", flush=True)
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "switch")
     p.add_argument("name")
     _shared(p)
     p.add_argument("--no-rollback", action="store_true", help="leave the box down if the new profile fails")
-    p.add_argument("--force", action="store_true",
-                   help="try even when the GPUs' free memory says vLLM will refuse to start, or [verify] says the "
-                        "target lacks what the apps need (the verification then decides)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="change nothing: print the diff, the KV pool it would get against the one serving, the "
-                        "requests running, every warning and the verification that would run")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="try even when the GPUs' free memory says vLLM will refuse to start, or [verify] says the "
+        "target lacks what the apps need (the verification then decides)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="change nothing: print the diff, the KV pool it would get against the one serving, the "
+        "requests running, every warning and the verification that would run",
+    )
     p.set_defaults(handler=run_switch)
     p = common.add_command(sub, "start")
     p.add_argument("name", nargs="?")
@@ -96,17 +108,25 @@ def register(sub: Any) -> None:
 
 def _drain_flags(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--drain", type=float, metavar="S",
-                       help="wait up to S seconds for running requests to finish before the stop "
-                            "(default: [server] drain_timeout, 120)")
-    group.add_argument("--no-drain", dest="drain", action="store_const", const=0.0,
-                       help="stop at once, cutting the requests that run")
+    group.add_argument(
+        "--drain",
+        type=float,
+        metavar="S",
+        help="wait up to S seconds for running requests to finish before the stop (default: [server] drain_timeout, 120)",
+    )
+    group.add_argument(
+        "--no-drain", dest="drain", action="store_const", const=0.0, help="stop at once, cutting the requests that run"
+    )
 
 
 def _shared(p: argparse.ArgumentParser) -> None:
     _drain_flags(p)
-    p.add_argument("--no-verify", dest="verify", action="store_false",
-                   help="done when vLLM answers: skip [verify]'s checks (the boot record says so)")
+    p.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="done when vLLM answers: skip [verify]'s checks (the boot record says so)",
+    )
     p.add_argument("--timeout", type=float, metavar="S", help="seconds to wait for readiness (default: profile/config)")
     p.add_argument("--wait", type=float, metavar="S", help="wait up to S seconds for another switch to finish")
     p.add_argument("-v", "--verbose", action="store_true", help="also print the vLLM log as it boots")
@@ -115,15 +135,30 @@ def _shared(p: argparse.ArgumentParser) -> None:
 
 def _report(args: argparse.Namespace, outcome: transaction.SwitchOutcome) -> int:
     if args.json:
-        def boot(result: Any) -> Any:
+
+        def boot(result: BootResult | None) -> dict[str, object] | None:
             if result is None:
                 return None
-            return {"profile": result.profile, "ok": result.ok, "seconds": round(result.seconds, 2),
-                    "kv_tokens": result.report.pool_tokens, "max_concurrency": result.report.max_concurrency,
-                    "failure": None if result.failure is None else result.failure.__dict__}
-        common.print_json({"status": outcome.status, "target": outcome.target, "exit_code": int(outcome.exit_code),
-                           "message": outcome.message, "attempt": boot(outcome.attempt),
-                           "rollback_profile": outcome.rollback_profile, "rollback": boot(outcome.rollback)})
+            return {
+                "profile": result.profile,
+                "ok": result.ok,
+                "seconds": round(result.seconds, 2),
+                "kv_tokens": result.report.pool_tokens,
+                "max_concurrency": result.report.max_concurrency,
+                "failure": None if result.failure is None else result.failure.__dict__,
+            }
+
+        common.print_json(
+            {
+                "status": outcome.status,
+                "target": outcome.target,
+                "exit_code": int(outcome.exit_code),
+                "message": outcome.message,
+                "attempt": boot(outcome.attempt),
+                "rollback_profile": outcome.rollback_profile,
+                "rollback": boot(outcome.rollback),
+            }
+        )
     else:
         print(outcome.message, file=sys.stdout if outcome.exit_code == 0 else sys.stderr)
     return int(outcome.exit_code)
@@ -135,8 +170,7 @@ def _run(args: argparse.Namespace, action: Callable[[ServeContext], transaction.
     def on_ctrl_c(signum: int, frame: object) -> None:
         if ctx.interrupt.press():
             raise KeyboardInterrupt
-        print("Ctrl-C: stopping the new boot and rolling back (Ctrl-C again to leave at once)", file=sys.stderr,
-              flush=True)
+        print("Ctrl-C: stopping the new boot and rolling back (Ctrl-C again to leave at once)", file=sys.stderr, flush=True)
 
     cut = read_live()
     if cut is not None and cut.cut_short:
@@ -156,8 +190,14 @@ def _run(args: argparse.Namespace, action: Callable[[ServeContext], transaction.
 def _options(args: argparse.Namespace, rollback: bool = True) -> transaction.SwitchOptions:
     if args.drain is not None and args.drain < 0:
         raise BadInputError("--drain must be a number of seconds, 0 or more")
-    return transaction.SwitchOptions(timeout=args.timeout, rollback=rollback, lock_wait=args.wait,
-                                     force=getattr(args, "force", False), drain=args.drain, verify=args.verify)
+    return transaction.SwitchOptions(
+        timeout=args.timeout,
+        rollback=rollback,
+        lock_wait=args.wait,
+        force=getattr(args, "force", False),
+        drain=args.drain,
+        verify=args.verify,
+    )
 
 
 def run_switch(args: argparse.Namespace) -> int:
@@ -187,8 +227,7 @@ def _dry_run(args: argparse.Namespace, options: transaction.SwitchOptions) -> in
 
 
 def run_start(args: argparse.Namespace) -> int:
-    return _run(args, lambda ctx: transaction.start(ctx, args.name, timeout=args.timeout, drain=args.drain,
-                                                    verify=args.verify))
+    return _run(args, lambda ctx: transaction.start(ctx, args.name, timeout=args.timeout, drain=args.drain, verify=args.verify))
 
 
 def run_restart(args: argparse.Namespace) -> int:

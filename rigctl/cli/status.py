@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigctl.bench.live import read_live
 from rigctl.cli import common
 from rigctl.cli.rig_text import status_text
 from rigctl.config import load_settings
-from rigctl.errors import NoDriverError
+from rigctl.errors import NoDriverError, RigctlError
 from rigctl.gpu.report import snapshot_json
 from rigctl.serve.serving import observe
 
+if TYPE_CHECKING:
+    from rigctl.config import Settings
+    from rigctl.record.derive import Regression
+    from rigctl.serve.statefiles import ServerRecord
 
-def register(sub: Any) -> None:
+
+def register(sub: common.Subparsers) -> None:
     parser = common.add_command(sub, "status")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
@@ -42,9 +47,15 @@ def run(args: argparse.Namespace) -> int:
     cache = prefix_cache(serving.record) if serving.active_profile and serving.record else None
     fell = hit_rate_fall(serving.record, settings) if serving.active_profile and serving.record else None
     if args.json:
-        common.print_json({"rig": snapshot_json(snapshot) if snapshot else None,
-                           **({} if snapshot else {"rig_error": rig_error}), "serving": serving.to_json(),
-                           "prefix_cache": cache, "hit_rate_regression": fell.to_json() if fell else None})
+        common.print_json(
+            {
+                "rig": snapshot_json(snapshot) if snapshot else None,
+                **({} if snapshot else {"rig_error": rig_error}),
+                "serving": serving.to_json(),
+                "prefix_cache": cache,
+                "hit_rate_regression": fell.to_json() if fell else None,
+            }
+        )
     else:
         print(f"serving: {serving.summary}")
         for note in serving.notes:
@@ -57,11 +68,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def prefix_cache(record: Any) -> dict[str, Any] | None:
-    """Queries and hits since the boot, from the engine; cold when both are zero (the owners'
-    rule before a comparison)."""
+def prefix_cache(record: ServerRecord) -> dict[str, Any] | None:
+    """Queries and hits since the boot, from the engine; cold by the bench's rule (the owners'
+    rule before a comparison): nothing but the boot's own verification reached the cache."""
     from rigctl.engine.client import EngineClient, EngineHTTPError
+    from rigctl.engine.coldcache import cold_check, verification_baseline
     from rigctl.engine.prom import ExpositionError
+    from rigctl.serve.boots import read_all
 
     try:
         with EngineClient(record.base_url, timeout=2.0) as client:
@@ -71,16 +84,23 @@ def prefix_cache(record: Any) -> dict[str, Any] | None:
     queries, hits = snap.counter("prefix_queries"), snap.counter("prefix_hits")
     if queries is None or hits is None:
         return None
-    cold = queries == 0 and hits == 0
-    summary = ("cold: no query and no hit since the boot" if cold else
-               f"warm: {hits:,.0f} of {queries:,.0f} queried tokens hit ({hits / queries:.1%}) since the boot"
-               if queries else f"warm: {hits:,.0f} hits")
-    return {"queries": queries, "hits": hits, "cold": cold, "summary": summary}
+    try:
+        boot = next((b for b in reversed(read_all()) if b.profile == record.profile and b.when >= record.started - 5), None)
+    except (RigctlError, OSError):  # a damaged history says so elsewhere; the counters still answer
+        boot = None
+    check = cold_check(snap, baseline=verification_baseline({"verification": boot.verification}) if boot else None)
+    summary = (
+        check.describe()
+        if check.cold
+        else f"warm: {hits:,.0f} of {queries:,.0f} queried tokens hit ({hits / queries:.1%}) since the boot"
+        if queries
+        else f"warm: {hits:,.0f} hits"
+    )
+    return {"queries": queries, "hits": hits, "cold": check.cold, "summary": summary}
 
 
-def hit_rate_fall(record: Any, settings: Any) -> Any:
+def hit_rate_fall(record: ServerRecord, settings: Settings) -> Regression | None:
     """The switch to what serves now collapsed the hit rate, by the serving record."""
-    from rigctl.errors import RigctlError
     from rigctl.record.derive import current_regression, thresholds_of
     from rigctl.record.recorder import boot_key
     from rigctl.record.store import RecordReader

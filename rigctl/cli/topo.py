@@ -13,7 +13,7 @@ from rigctl.gpu.topology import render_links, render_matrix, render_p2p
 from rigctl.gpu.warnings import all_reduce_verdict, slot_limit
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     parser = common.add_command(sub, "topo")
     common.add_json_flag(parser)
     parser.set_defaults(handler=run)
@@ -29,11 +29,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data: dict[str, Any] = {
             "backend": info.backend,
-            "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id,
-                      "nvlinks": to_jsonable(g.nvlinks),
-                      "pcie": {"link_gen_max": g.pcie_gen_max, "link_width_max": g.pcie_width_max,
-                               "gpu_gen_max": g.pcie_gpu_gen_max, "gpu_width_max": g.pcie_gpu_width_max}}
-                     for g in info.gpus],
+            "gpus": [
+                {
+                    "index": g.index,
+                    "name": g.name,
+                    "bus_id": g.bus_id,
+                    "nvlinks": to_jsonable(g.nvlinks),
+                    "pcie": {
+                        "link_gen_max": g.pcie_gen_max,
+                        "link_width_max": g.pcie_width_max,
+                        "gpu_gen_max": g.pcie_gpu_gen_max,
+                        "gpu_width_max": g.pcie_gpu_width_max,
+                    },
+                }
+                for g in info.gpus
+            ],
             "notes": [to_jsonable(n) for n in notes],
         }
         data.update(topology_json(info, topology))
@@ -49,4 +59,3 @@ def run(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"[{note.severity}] {note.message}")
     return 0
-

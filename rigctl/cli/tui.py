@@ -8,7 +8,6 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from rigctl.cli import common
 
@@ -23,7 +22,7 @@ DEMO_PROFILE = {
 }
 
 
-def register(sub: Any) -> None:
+def register(sub: common.Subparsers) -> None:
     parser = common.add_command(sub, "demo")
     parser.add_argument("--profile", help="the profile to start with (default: one made for the rig)")
     parser.add_argument("--no-load", action="store_true", help="no synthetic requests")
@@ -34,18 +33,19 @@ def run_tui(args: argparse.Namespace, initial: str | None = None) -> int:
     from rigctl.cli.serving import make_context
     from rigctl.tui.app import make_app  # Textual is only imported here
 
-    ctx = make_context(args)
+    ctx = make_context(args, with_host=True)  # the TUI header shows the host's figures too
     if ctx.sampler is None:
         from rigctl.backends import open_backend, selected_sim
 
         open_backend(selected_sim(getattr(args, "sim", None)))  # raises the one-line no-driver error
-    assert ctx.sampler is not None
-    ctx.sampler = type(ctx.sampler)(ctx.sampler.backend)  # the TUI header wants host figures too
+    sampler = ctx.sampler
+    assert sampler is not None
     try:
-        make_app(ctx.sampler, ctx, settings=ctx.settings, poll_interval=ctx.settings.rig_interval,
-                 initial_switch=initial, record=True).run()
+        make_app(
+            sampler, ctx, settings=ctx.settings, poll_interval=ctx.settings.rig_interval, initial_switch=initial, record=True
+        ).run()
     finally:
-        ctx.sampler.close()
+        sampler.close()
     return 0
 
 
@@ -72,19 +72,22 @@ def prepare_demo_home(rig: str, profile: str | None = None) -> tuple[Path, str]:
     # The shipped profiles serve on 8000; the demo moves them to a free port by customising
     # the shipped bases under their own names (how a user would do it too).
     for base in ("qwen36-27b-base", "qwen25-3b-dp2"):
-        (user / f"{base}.toml").write_text(f'# demo: the shipped {base} on a free port\nextends = "{base}"\n\n'
-                                           f"[vllm]\nport = {port}\n")
+        (user / f"{base}.toml").write_text(
+            f'# demo: the shipped {base} on a free port\nextends = "{base}"\n\n[vllm]\nport = {port}\n'
+        )
     made_for_rig = DEMO_PROFILE.get(rig, "qwen36-27b-awq-tp2")
     # One profile whose boot dies, so a newcomer can see a failed switch explained and rolled back,
     # and one that asks for more than the model allows, refused while the running server serves on.
     (user / f"{DEMO_FAILS}.toml").write_text(
         "# demo: the simulated engine crashes while it loads the weights, as a driver fault does\n"
         'description = "demo: crashes while loading: switch to it to see a rollback"\n'
-        f'extends = "{made_for_rig}"\n\n[env]\nRIGCTL_SIM_CRASH_AT = "load"\n')
+        f'extends = "{made_for_rig}"\n\n[env]\nRIGCTL_SIM_CRASH_AT = "load"\n'
+    )
     (user / f"{DEMO_TOO_LONG}.toml").write_text(
         "# demo: asks for a 1M-token context, four times what the model allows: refused before the stop\n"
         'description = "demo: 1M context: switch to it to see it refused before anything stops"\n'
-        f'extends = "{made_for_rig}"\n\n[vllm]\nmax_model_len = 1048576\n')
+        f'extends = "{made_for_rig}"\n\n[vllm]\nmax_model_len = 1048576\n'
+    )
     return home, profile or made_for_rig
 
 

@@ -9,11 +9,37 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
+
+LogCause = Literal[
+    "max_model_len",
+    "model_max_len",
+    "max_num_seqs",
+    "foreign_vram",
+    "cpu_memory",
+    "oom_load",
+    "oom_sampler",
+    "oom",
+    "no_kv_memory",
+    "unknown_flag",
+    "port_in_use",
+    "gpu_count",
+    "unsupported_gpu",
+    "bad_quantization",
+    "signal",
+    "crash",
+    "engine_core",
+]
+# what rigctl itself saw go wrong around a boot, where no log line says why
+OwnCause = Literal[
+    "killed", "exited", "interrupted", "unauthorized", "timeout", "launch", "state", "internal", "verify", "disk_full"
+]
+Cause = LogCause | OwnCause
 
 
 @dataclass(frozen=True)
 class Failure:
-    cause: str  # max_model_len | model_max_len | foreign_vram | cpu_memory | oom_load | unknown_flag | ...
+    cause: Cause
     summary: str  # one line for the owner
     line: str  # the log line that explains it
     suggestion: str | None = None
@@ -25,22 +51,49 @@ def _n(text: str | None) -> int | None:
     return None if text is None else int(float(text.replace(",", "")))
 
 
-FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
+FAILURES: tuple[tuple[LogCause, re.Pattern[str]], ...] = (
     ("max_model_len", re.compile(r"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\)")),
-    ("max_model_len", re.compile(r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of "
-                                 r"tokens that can be stored in KV cache \((?P<est>\d+)\)")),
+    (
+        "max_model_len",
+        re.compile(
+            r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of "
+            r"tokens that can be stored in KV cache \((?P<est>\d+)\)"
+        ),
+    ),
     # pydantic's ValidationError: the reason is this line; the last line is only a pydantic URL
-    ("model_max_len", re.compile(r"User-specified max_model_len \((?P<len>\d+)\) is greater than the derived "
-                                 r"max_model_len \((?:max_position_embeddings=(?P<max>[\d.]+))?")),
-    ("foreign_vram", re.compile(r"Free memory on device (?P<dev>\S+) \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on "
-                                r"startup is less than desired GPU memory utilization \((?P<gmu>[\d.]+), "
-                                r"(?P<want>[\d.]+) GiB\)")),
-    ("cpu_memory", re.compile(r"Available memory on node (?P<node>\d+) \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on "
-                              r"startup is less than desired CPU memory utilization \((?P<gmu>[\d.]+), "
-                              r"(?P<want>[\d.]+) GiB\)")),
+    (
+        "model_max_len",
+        re.compile(
+            r"User-specified max_model_len \((?P<len>\d+)\) is greater than the derived "
+            r"max_model_len \((?:max_position_embeddings=(?P<max>[\d.]+))?"
+        ),
+    ),
+    (
+        "foreign_vram",
+        re.compile(
+            r"Free memory on device (?P<dev>\S+) \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on "
+            r"startup is less than desired GPU memory utilization \((?P<gmu>[\d.]+), "
+            r"(?P<want>[\d.]+) GiB\)"
+        ),
+    ),
+    (
+        "cpu_memory",
+        re.compile(
+            r"Available memory on node (?P<node>\d+) \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on "
+            r"startup is less than desired CPU memory utilization \((?P<gmu>[\d.]+), "
+            r"(?P<want>[\d.]+) GiB\)"
+        ),
+    ),
     ("oom_load", re.compile(r"Failed to load model - not enough GPU memory")),
     ("oom_sampler", re.compile(r"CUDA out of memory occurred when warming up sampler")),
     ("oom", re.compile(r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate")),
+    (
+        "max_num_seqs",
+        re.compile(
+            r"max_num_seqs \((?P<seqs>\d+)\) exceeds available Mamba cache blocks "
+            r"\((?P<blocks>\d+)\)"
+        ),
+    ),
     ("no_kv_memory", re.compile(r"No available memory for the cache blocks|Cannot auto-fit max_model_len")),
     ("unknown_flag", re.compile(r"error: (?:unrecognized arguments: (?P<args>.*)|ambiguous option: (?P<amb>.*))")),
     ("port_in_use", re.compile(r"\[Errno 98\] Address already in use|address already in use")),
@@ -52,15 +105,21 @@ FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("crash", re.compile(r"Fatal Python error: (?P<what>.*)|Segmentation fault|core dumped")),
     ("engine_core", re.compile(r"Engine core initialization failed|EngineCore failed to start")),
 )
-GENERIC = ("engine_core", "crash", "oom")
-_TABLE: dict[str, tuple[str, str | None]] = {
-    "oom_load": ("CUDA out of memory while loading the weights", ("use a smaller quantisation, raise "
-                 "tensor_parallel_size, or lower gpu_memory_utilization")),
+GENERIC: tuple[LogCause, ...] = ("engine_core", "crash", "oom")
+_TABLE: dict[LogCause, tuple[str, str | None]] = {
+    "oom_load": (
+        "CUDA out of memory while loading the weights",
+        ("use a smaller quantisation, raise tensor_parallel_size, or lower gpu_memory_utilization"),
+    ),
     "oom_sampler": ("CUDA out of memory while warming up the sampler", "lower max_num_seqs"),
-    "oom": ("CUDA out of memory", ("lower max_num_batched_tokens or gpu_memory_utilization, or set "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")),
-    "no_kv_memory": ("no memory left for the KV cache after weights and activations",
-                     "raise gpu_memory_utilization or use smaller weights"),
+    "oom": (
+        "CUDA out of memory",
+        ("lower max_num_batched_tokens or gpu_memory_utilization, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+    ),
+    "no_kv_memory": (
+        "no memory left for the KV cache after weights and activations",
+        "raise gpu_memory_utilization or use smaller weights",
+    ),
     "port_in_use": ("the port is already in use", "stop what listens there or change port"),
     "unsupported_gpu": ("a kernel does not support this GPU", "choose another quantization or kv_cache_dtype"),
     "crash": ("the engine process crashed", None),
@@ -78,43 +137,80 @@ def classify_line(message: str, kv_explicit: bool = False) -> Failure | None:
     return None
 
 
-def _explain(cause: str, m: re.Match[str], line: str, kv_explicit: bool) -> Failure:
+def _explain(cause: LogCause, m: re.Match[str], line: str, kv_explicit: bool) -> Failure:
     g = m.groupdict()
     if cause == "max_model_len":
         est = g.get("est") or (re.search(r"estimated maximum model length is (\d+)", line) or [None, None])[1]
         length, estimate = _n(g.get("len")), _n(est)
-        more = ("raise the KV size you set (kv_cache_memory_bytes, or VLLM_CPU_KVCACHE_SPACE on the CPU build)"
-                if kv_explicit else "raise gpu_memory_utilization")
+        more = (
+            "raise the KV size you set (kv_cache_memory_bytes, or VLLM_CPU_KVCACHE_SPACE on the CPU build)"
+            if kv_explicit
+            else "raise gpu_memory_utilization"
+        )
         hint = f"set max_model_len to {estimate:,} or less, or {more}" if estimate else f"lower max_model_len or {more}"
-        return Failure(cause, f"max_model_len {length:,} needs more KV cache than fits"
-                       + (f"; vLLM estimates {estimate:,} fits" if estimate else ""), line, hint, length, estimate)
+        return Failure(
+            cause,
+            f"max_model_len {length:,} needs more KV cache than fits" + (f"; vLLM estimates {estimate:,} fits" if estimate else ""),
+            line,
+            hint,
+            length,
+            estimate,
+        )
     if cause == "model_max_len":
         length, ceiling = _n(g.get("len")), _n(g.get("max"))
         said = f"max_model_len {length:,} is more than the model allows"
         if ceiling:
             said += f" (max_position_embeddings {ceiling:,} in its config.json)"
-        hint = (f"set max_model_len to {ceiling:,} or less" if ceiling else "lower max_model_len") + \
-            " (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides it, at the risk of wrong output)"
+        hint = (
+            f"set max_model_len to {ceiling:,} or less" if ceiling else "lower max_model_len"
+        ) + " (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides it, at the risk of wrong output)"
         return Failure(cause, said, line, hint, length, ceiling)
     if cause == "foreign_vram":
-        return Failure(cause, f"{g['dev']} had {g['free']} of {g['total']} GiB free at start, but "
-                       f"gpu_memory_utilization {g['gmu']} wants {g['want']} GiB: other processes hold VRAM", line,
-                       "stop the processes holding VRAM (rigctl status lists them) or lower gpu_memory_utilization")
+        return Failure(
+            cause,
+            f"{g['dev']} had {g['free']} of {g['total']} GiB free at start, but "
+            f"gpu_memory_utilization {g['gmu']} wants {g['want']} GiB: other processes hold VRAM",
+            line,
+            "stop the processes holding VRAM (rigctl status lists them) or lower gpu_memory_utilization",
+        )
     if cause == "cpu_memory":
-        return Failure(cause, f"NUMA node {g['node']} had {g['free']} of {g['total']} GiB free, but "
-                       f"gpu_memory_utilization {g['gmu']} (on the CPU build, a share of this memory) wants "
-                       f"{g['want']} GiB", line, "set VLLM_CPU_KVCACHE_SPACE (GiB of KV cache) in the profile's "
-                       "[env], or lower gpu_memory_utilization")
+        return Failure(
+            cause,
+            f"NUMA node {g['node']} had {g['free']} of {g['total']} GiB free, but "
+            f"gpu_memory_utilization {g['gmu']} (on the CPU build, a share of this memory) wants "
+            f"{g['want']} GiB",
+            line,
+            "set VLLM_CPU_KVCACHE_SPACE (GiB of KV cache) in the profile's [env], or lower gpu_memory_utilization",
+        )
     if cause == "unknown_flag":
         args = (g.get("args") or g.get("amb") or "").strip()
-        return Failure(cause, f"vLLM does not accept {args}", line, "remove or rename the option "
-                       "(`rigctl profile validate` names removed options)")
+        return Failure(
+            cause,
+            f"vLLM does not accept {args}",
+            line,
+            "remove or rename the option (`rigctl profile validate` names removed options)",
+        )
     if cause == "signal":
-        return Failure(cause, f"stopped by {g['sig']} while it booted", line,
-                       "something stopped it (another rigctl, systemd, the OOM killer): see `dmesg | tail`")
+        return Failure(
+            cause,
+            f"stopped by {g['sig']} while it booted",
+            line,
+            "something stopped it (another rigctl, systemd, the OOM killer): see `dmesg | tail`",
+        )
+    if cause == "max_num_seqs":
+        return Failure(
+            cause,
+            f"max_num_seqs {g['seqs']} is more than the {g['blocks']} blocks the GDN state can use",
+            line,
+            f"set max_num_seqs to {g['blocks']} or less, or give the pool more memory",
+        )
     if cause == "gpu_count":
-        return Failure(cause, f"the profile needs {g.get('need')} GPUs and fewer are visible", line,
-                       "lower tensor/data parallel sizes or check CUDA_VISIBLE_DEVICES")
+        return Failure(
+            cause,
+            f"the profile needs {g.get('need')} GPUs and fewer are visible",
+            line,
+            "lower tensor/data parallel sizes or check CUDA_VISIBLE_DEVICES",
+        )
     if cause == "bad_quantization":
         return Failure(cause, f"vLLM does not know quantization {g.get('q')}", line, "check the quantization value")
     summary, suggestion = _TABLE[cause]
@@ -127,9 +223,15 @@ def capped(failure: Failure, model_max: int | None) -> Failure:
     estimate = failure.estimated_max_len
     if failure.cause != "max_model_len" or not model_max or not estimate or estimate <= model_max:
         return failure
-    return Failure(failure.cause, failure.summary, failure.line,
-                   f"set max_model_len to {model_max:,} or less (the model's maximum, max_position_embeddings; "
-                   f"the pool would hold {estimate:,})", failure.max_model_len, model_max)
+    return Failure(
+        failure.cause,
+        failure.summary,
+        failure.line,
+        f"set max_model_len to {model_max:,} or less (the model's maximum, max_position_embeddings; "
+        f"the pool would hold {estimate:,})",
+        failure.max_model_len,
+        model_max,
+    )
 
 
 def most_specific(candidates: list[Failure]) -> Failure:

@@ -20,28 +20,38 @@ from rigctl.redact import redact_text
 __all__ = ["BootLogReader", "BootReport", "Failure", "Phase", "classify_line", "read_bootlog"]
 
 _PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)?(?:\((?P<proc>[^)]*?)\s+pid=(?P<pid>\d+)\)\s*)?")
-_HEAD = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)"
-                   r"(?:\.\d+)?\s+\[?(?P<src>[\w./-]+\.py:\d+)\]?\s*(?P<msg>.*)$")
+_HEAD = re.compile(
+    r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)"
+    r"(?:\.\d+)?\s+\[?(?P<src>[\w./-]+\.py:\d+)\]?\s*(?P<msg>.*)$"
+)
 
 KV_TOKENS = re.compile(r"(?:(?P<dev>[A-Za-z]+(?: \+ host)?) )?KV cache size: (?P<tokens>[\d,]+) tokens")
 CONCURRENCY = re.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x")
-BLOCKS = re.compile(r"# (?P<dev>\w+) blocks: (?P<gpu>\d+)(?:, # CPU blocks: (?P<cpu>\d+))?"
-                    r"|num_gpu_blocks is: (?P<gpu2>\d+)")
-AVAIL_KV = re.compile(r"Available KV cache memory: (?P<gib>[\d.]+) GiB"
-                      r"|the rest of the memory reserved for KV Cache is (?P<v0>[\d.]+) ?GiB"
-                      r"|(?P<how>Explicitly|Auto) set \((?P<cpu>[\d.]+)/[\d.]+\) GiB for KV cache")  # CPU build
+BLOCKS = re.compile(
+    r"# (?P<dev>\w+) blocks: (?P<gpu>\d+)(?:, # CPU blocks: (?P<cpu>\d+))?"
+    r"|num_gpu_blocks is: (?P<gpu2>\d+)"
+)
+AVAIL_KV = re.compile(
+    r"Available KV cache memory: (?P<gib>[\d.]+) GiB"
+    r"|the rest of the memory reserved for KV Cache is (?P<v0>[\d.]+) ?GiB"
+    r"|(?P<how>Explicitly|Auto) set \((?P<cpu>[\d.]+)/[\d.]+\) GiB for KV cache"
+)  # CPU build
 EXPLICIT_KV = re.compile(r"'kv_cache_memory_bytes': \d|Explicitly set \([\d.]+/[\d.]+\) GiB for KV cache")
 INIT_MODEL = re.compile(r"Initializing model took (?P<s>[\d.]+) seconds")
 WEIGHTS = re.compile(r"Loading weights took (?P<s>[\d.]+) seconds")
 CPU_COMPILE_START = re.compile(r"Warming up model for the compilation")
 CPU_COMPILE_END = re.compile(r"Initial profiling/warmup run took")
 BLOCK_SIZE = re.compile(r"(?:Setting attention block size to |block_size=)(?P<n>\d+)")
-MODEL_LOADED = re.compile(r"Model loading took (?P<gib>[\d.]+) (?:GiB|GB)(?: memory)? and (?P<s>[\d.]+) seconds"
-                          r"|Loading model weights took (?P<gb>[\d.]+) GB")
+MODEL_LOADED = re.compile(
+    r"Model loading took (?P<gib>[\d.]+) (?:GiB|GB)(?: memory)? and (?P<s>[\d.]+) seconds"
+    r"|Loading model weights took (?P<gb>[\d.]+) GB"
+)
 COMPILED = re.compile(r"torch\.compile takes (?P<s>[\d.]+) s in total")
 GRAPHS = re.compile(r"Graph capturing finished in (?P<s>[\d.]+) secs?, took (?P<gib>[\d.]+) GiB")
-INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<s>[\d.]+)"
-                         r" (?:s|seconds)(?: \(compilation: (?P<c>[\d.]+) s\))?")
+INIT_ENGINE = re.compile(
+    r"init engine \(profile, create kv cache, warmup model\) took (?P<s>[\d.]+)"
+    r" (?:s|seconds)(?: \(compilation: (?P<c>[\d.]+) s\))?"
+)
 SERVER = re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on (?P<url>http://\S+)")
 
 # (phase, label, pattern); the first match of each phase marks when it happened.
@@ -49,9 +59,15 @@ SERVER = re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on (?P<url>http://\
 # with VLLM_DISABLE_LOG_LOGO=1)
 LOGO_MODEL = re.compile(r"[█▄▀]\s+model\s+(?P<model>\S+)\s*$")
 PHASES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("start", "vLLM started", re.compile(r"vLLM (?:server|API server) version (?P<version>\S+?)(?:,|$| serving)"
-                                         r"(?:.*serving model (?P<model>\S+))?"
-                                         r"|[█▄▀]\s+version\s+(?P<logo>\d+\.\d+\S*)\s*$")),
+    (
+        "start",
+        "vLLM started",
+        re.compile(
+            r"vLLM (?:server|API server) version (?P<version>\S+?)(?:,|$| serving)"
+            r"(?:.*serving model (?P<model>\S+))?"
+            r"|[█▄▀]\s+version\s+(?P<logo>\d+\.\d+\S*)\s*$"
+        ),
+    ),
     ("args", "arguments parsed", re.compile(r"non-default args: |args: Namespace\(")),
     ("engine", "engine initialising", re.compile(r"Initializing a V[01] LLM engine(?: \(v(?P<version>[^)]+)\))?")),
     ("weights", "weights loaded", WEIGHTS),
@@ -147,7 +163,7 @@ class BootLogReader:
         rest = line.rstrip("\n")
         prefix = _PREFIX.match(rest)
         process = prefix.group("proc") if prefix else None
-        rest = rest[prefix.end():] if prefix else rest
+        rest = rest[prefix.end() :] if prefix else rest
         head = _HEAD.match(rest)
         if head:
             return process, head.group("ts"), head.group("msg")
@@ -168,8 +184,12 @@ class BootLogReader:
             moment = _in_year(moment, reference.year)
             if moment < reference - _HALF_YEAR:
                 moment = _in_year(moment, moment.year + 1)
-        if self._t0_from_start and self._previous is None and self._t0 is not None \
-                and abs((moment - self._t0).total_seconds()) > 600:
+        if (
+            self._t0_from_start
+            and self._previous is None
+            and self._t0 is not None
+            and abs((moment - self._t0).total_seconds()) > 600
+        ):
             self._t0 = None  # the log's clock is not ours (a container in UTC): count from its first line
         self._previous = moment
         if self._t0 is None:
@@ -183,7 +203,7 @@ class BootLogReader:
         if not line.strip():
             return None
         shown = redact_text(line.rstrip())  # what a report quotes never carries a key
-        r.tail = ([*r.tail, shown])[-self.TAIL:]
+        r.tail = ([*r.tail, shown])[-self.TAIL :]
         _, stamp, message = self.split(shown)
         seconds = self._seconds(stamp)
         self._numbers(message, seconds)

@@ -64,8 +64,7 @@ class EngineClient:
         https = parts.scheme == "https"
         self._prefix = parts.path.rstrip("/")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = HttpGet(parts.hostname or "127.0.0.1", parts.port or (443 if https else 80), timeout, headers,
-                             tls=https)
+        self._http = HttpGet(parts.hostname or "127.0.0.1", parts.port or (443 if https else 80), timeout, headers, tls=https)
 
     def close(self) -> None:
         self._http.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rigctl.engine.metrics import EngineSnapshot, Histogram
 from rigctl.gpu.model import GpuSample
@@ -24,7 +25,7 @@ class Estimate:
     finite edge."""
 
     value: float
-    relation: str = "~"  # "~" | "<" | ">"
+    relation: Literal["~", "<", ">"] = "~"
 
 
 @dataclass(frozen=True)
@@ -101,15 +102,13 @@ def quantile_estimate(q: float, buckets: tuple[tuple[float, float], ...]) -> Est
     return None if value is None else Estimate(value, "~")
 
 
-def _histogram_delta(before: Histogram | None, after: Histogram | None) -> tuple[tuple[tuple[float, float], ...],
-                                                                               float]:
+def _histogram_delta(before: Histogram | None, after: Histogram | None) -> tuple[tuple[tuple[float, float], ...], float]:
     if after is None:
         return (), 0.0
     if before is None or after.count < before.count:
         return after.buckets, after.count
     previous = dict(before.buckets)
-    return tuple((le, max(0.0, count - previous.get(le, 0.0))) for le, count in after.buckets), \
-        after.count - before.count
+    return tuple((le, max(0.0, count - previous.get(le, 0.0))) for le, count in after.buckets), after.count - before.count
 
 
 def _rate(value: float | None, seconds: float) -> float | None:
@@ -131,12 +130,16 @@ def latency_quantiles(before: EngineSnapshot, after: EngineSnapshot) -> dict[str
     return latency
 
 
-def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | None = None,
-             power_before: tuple[GpuSample, ...] = (), power_after: tuple[GpuSample, ...] = (),
-             serving_gpus: frozenset[int] | None = None) -> IntervalFigures:
+def interval(
+    before: EngineSnapshot,
+    after: EngineSnapshot,
+    seconds: float | None = None,
+    power_before: tuple[GpuSample, ...] = (),
+    power_after: tuple[GpuSample, ...] = (),
+    serving_gpus: frozenset[int] | None = None,
+) -> IntervalFigures:
     span = seconds if seconds is not None else after.timestamp - before.timestamp
-    restarted = before.process_start is not None and after.process_start is not None \
-        and after.process_start != before.process_start
+    restarted = before.process_start is not None and after.process_start is not None and after.process_start != before.process_start
     deltas: dict[str, float | None] = {}
     missing = 0.0 if before.counters else None  # in a real earlier scrape, an absent series had not started
     for key in set(before.counters) | set(after.counters):
@@ -154,9 +157,14 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | Non
             finished[reason] = value
     latency = latency_quantiles(before, after)
     drafts = deltas.get("spec_drafts")
-    per_position = tuple(
-        (_delta(before.accepted_per_position.get(p), after.accepted_per_position[p])[0] or 0.0) / drafts
-        for p in sorted(after.accepted_per_position)) if drafts else ()
+    per_position = (
+        tuple(
+            (_delta(before.accepted_per_position.get(p), after.accepted_per_position[p])[0] or 0.0) / drafts
+            for p in sorted(after.accepted_per_position)
+        )
+        if drafts
+        else ()
+    )
     # V0 servers exported rates and a hit rate as gauges; use them where no counter exists.
     prompt_tps = _rate(deltas.get("prompt_tokens"), span)
     generation_tps = _rate(deltas.get("generation_tokens"), span)
@@ -164,16 +172,20 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, seconds: float | Non
     lifetime = _ratio(after.counter("prefix_hits"), after.counter("prefix_queries"))
     power = _mean_power(power_before, power_after, serving_gpus)
     return IntervalFigures(
-        seconds=span, restarted=restarted,
+        seconds=span,
+        restarted=restarted,
         prompt_tps=prompt_tps if prompt_tps is not None else after.legacy_prompt_tps,
         generation_tps=generation_tps if generation_tps is not None else after.legacy_generation_tps,
         prefill_compute_tps=_rate(sources.get("local_compute"), span),
         hit_rate=hit_rate if "prefix_queries" in deltas else after.legacy_hit_rate,
         hit_rate_lifetime=lifetime if lifetime is not None else after.legacy_hit_rate,
-        preemptions=deltas.get("preemptions"), latency=latency,
+        preemptions=deltas.get("preemptions"),
+        latency=latency,
         acceptance_rate=_ratio(deltas.get("spec_accepted_tokens"), deltas.get("spec_draft_tokens")),
         mean_acceptance_length=_mean_length(deltas.get("spec_accepted_tokens"), drafts),
-        acceptance_per_position=per_position, finished=finished, power_w=power,
+        acceptance_per_position=per_position,
+        finished=finished,
+        power_w=power,
         decoding=bool(deltas.get("generation_tokens")) or bool(after.running),
         joules_per_token=power / generation_tps if power is not None and generation_tps else None,
     )
@@ -184,8 +196,7 @@ def _mean_length(accepted: float | None, drafts: float | None) -> float | None:
     return None if not drafts or accepted is None else 1 + accepted / drafts
 
 
-def _mean_power(before: tuple[GpuSample, ...], after: tuple[GpuSample, ...],
-                gpus: frozenset[int] | None) -> float | None:
+def _mean_power(before: tuple[GpuSample, ...], after: tuple[GpuSample, ...], gpus: frozenset[int] | None) -> float | None:
     """Mean power of the serving GPUs: from the energy counters when both samples have them."""
     if not after:
         return None
@@ -195,8 +206,13 @@ def _mean_power(before: tuple[GpuSample, ...], after: tuple[GpuSample, ...],
         if gpus is not None and sample.index not in gpus:
             continue
         prior = earlier.get(sample.index)
-        if prior and prior.energy_j is not None and sample.energy_j is not None and sample.timestamp > prior.timestamp \
-                and sample.energy_j >= prior.energy_j:  # a counter that went down was reset (driver reload)
+        if (
+            prior
+            and prior.energy_j is not None
+            and sample.energy_j is not None
+            and sample.timestamp > prior.timestamp
+            and sample.energy_j >= prior.energy_j
+        ):  # a counter that went down was reset (driver reload)
             total += (sample.energy_j - prior.energy_j) / (sample.timestamp - prior.timestamp)
             found = True
         elif sample.power_w is not None:

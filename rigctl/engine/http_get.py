@@ -31,8 +31,7 @@ class StaleConnection(Exception):
 
 
 class HttpGet:
-    def __init__(self, host: str, port: int, timeout: float, headers: dict[str, str],
-                 tls: bool | ssl.SSLContext = False) -> None:
+    def __init__(self, host: str, port: int, timeout: float, headers: dict[str, str], tls: bool | ssl.SSLContext = False) -> None:
         """`tls`: True for the system's CAs, or a context of one's own (a self-signed vLLM)."""
         self._address = (host, port)
         self._timeout = timeout
@@ -139,7 +138,7 @@ class HttpGet:
                     raise StaleConnection()
                 raise ConnectionResetError("the server closed the connection mid-response")
         out = bytes(self._buffer[:end])
-        del self._buffer[:end + len(marker)]
+        del self._buffer[: end + len(marker)]
         return out
 
     def _read_exactly(self, length: int) -> bytes:

@@ -93,13 +93,22 @@ HISTOGRAMS = {
 
 # Every family snapshot() reads: the dashboard's scrape parses these and skips the rest.
 READ_FAMILIES = (
-    "num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "gpu_cache_usage_perc", "cache_config_info",
-    "num_requests_waiting_by_reason", "prompt_tokens_by_source_total", "request_success_total",
-    "spec_decode_num_accepted_tokens_per_pos_total", "gpu_prefix_cache_hit_rate", "avg_prompt_throughput_toks_per_s",
+    "num_requests_running",
+    "num_requests_waiting",
+    "kv_cache_usage_perc",
+    "gpu_cache_usage_perc",
+    "cache_config_info",
+    "num_requests_waiting_by_reason",
+    "prompt_tokens_by_source_total",
+    "request_success_total",
+    "spec_decode_num_accepted_tokens_per_pos_total",
+    "gpu_prefix_cache_hit_rate",
+    "avg_prompt_throughput_toks_per_s",
     "avg_generation_throughput_toks_per_s",
 )
 SNAPSHOT_NAMES = frozenset(
-    [P + n for n in READ_FAMILIES] + [P + n for names in COUNTERS.values() for n in names]
+    [P + n for n in READ_FAMILIES]
+    + [P + n for names in COUNTERS.values() for n in names]
     + [f"{P}{n}{part}" for names in HISTOGRAMS.values() for n in names for part in ("_bucket", "_sum", "_count")]
     + ["process_start_time_seconds"]
 )
@@ -155,8 +164,11 @@ def _histogram(expo: Exposition, *names: str) -> Histogram | None:
             bound = _bound(_label(labels, "le"))
             if bound is not None:
                 sums[bound] += value
-        return Histogram(buckets=tuple(sorted(sums.items())), sum=_total(expo.get(f"{P}{name}_sum")) or 0.0,
-                         count=_total(expo.get(f"{P}{name}_count")) or 0.0)
+        return Histogram(
+            buckets=tuple(sorted(sums.items())),
+            sum=_total(expo.get(f"{P}{name}_sum")) or 0.0,
+            count=_total(expo.get(f"{P}{name}_count")) or 0.0,
+        )
     return None
 
 
@@ -195,11 +207,19 @@ def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
         blocks, block_size = _num(config.get("num_gpu_blocks")), _num(config.get("block_size"))
         if pool is None and blocks and block_size:
             pool = blocks * block_size
-        engines.append(EngineFigures(engine, running.get(engine), waiting.get(engine), usage.get(engine),
-                                     int(pool) if pool is not None and math.isfinite(pool) else None,
-                                     _num(config.get("kv_cache_max_concurrency"))))
-    models = sorted({_label(labels, "model_name", "") or "" for samples in expo.samples.values()
-                     for labels, _ in samples[:1]} - {""})
+        engines.append(
+            EngineFigures(
+                engine,
+                running.get(engine),
+                waiting.get(engine),
+                usage.get(engine),
+                int(pool) if pool is not None and math.isfinite(pool) else None,
+                _num(config.get("kv_cache_max_concurrency")),
+            )
+        )
+    models = sorted(
+        {_label(labels, "model_name", "") or "" for samples in expo.samples.values() for labels, _ in samples[:1]} - {""}
+    )
     pools = [e.kv_pool_tokens for e in engines if e.kv_pool_tokens is not None]
     conc = [e.kv_max_concurrency for e in engines if e.kv_max_concurrency is not None]
     usages = [v for v in usage.values() if not math.isnan(v)]
@@ -212,21 +232,29 @@ def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
     block = next((_num(c.get("block_size")) for c in info.values() if _num(c.get("block_size"))), None)
     start = expo.get("process_start_time_seconds")
     return EngineSnapshot(
-        timestamp=timestamp, model_names=tuple(models), engines=tuple(engines),
-        running=sum(running.values()) if running else None, waiting=sum(waiting.values()) if waiting else None,
+        timestamp=timestamp,
+        model_names=tuple(models),
+        engines=tuple(engines),
+        running=sum(running.values()) if running else None,
+        waiting=sum(waiting.values()) if waiting else None,
         waiting_by_reason=_by_label(_first(expo, "num_requests_waiting_by_reason"), "reason"),
         kv_usage=sum(usages) / len(usages) if usages else None,
-        kv_pool_tokens=pools[0] if pools else None, kv_max_concurrency=conc[0] if conc else None,
-        block_size=int(block) if block else None, counters=counters,
+        kv_pool_tokens=pools[0] if pools else None,
+        kv_max_concurrency=conc[0] if conc else None,
+        block_size=int(block) if block else None,
+        counters=counters,
         prompt_by_source=_by_label(_first(expo, "prompt_tokens_by_source_total"), "source"),
         finished_by_reason=_by_label(_first(expo, "request_success_total"), "finished_reason"),
-        accepted_per_position={int(k): v for k, v in _by_label(
-            _first(expo, "spec_decode_num_accepted_tokens_per_pos_total"), "position").items()
-            if k.isascii() and k.isdigit() and len(k) < 7},
+        accepted_per_position={
+            int(k): v
+            for k, v in _by_label(_first(expo, "spec_decode_num_accepted_tokens_per_pos_total"), "position").items()
+            if k.isascii() and k.isdigit() and len(k) < 7
+        },
         histograms=histograms,
         legacy_hit_rate=_total(_first(expo, "gpu_prefix_cache_hit_rate")),
         legacy_prompt_tps=_total(_first(expo, "avg_prompt_throughput_toks_per_s")),
         legacy_generation_tps=_total(_first(expo, "avg_generation_throughput_toks_per_s")),
-        process_start=start[0][1] if start else None, truncated=expo.truncated,
+        process_start=start[0][1] if start else None,
+        truncated=expo.truncated,
         vllm=any(name in SNAPSHOT_NAMES and name.startswith(P) for name in expo.samples),
     )

@@ -18,6 +18,7 @@ from rigctl.engine.client import EngineClient, EngineHTTPError, Probe
 from rigctl.engine.derive import IntervalFigures, interval, latency_quantiles
 from rigctl.engine.metrics import EngineSnapshot
 from rigctl.engine.prom import ExpositionError
+from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import GpuSample
 
 PROBE_EVERY = 5  # ticks between /health + /v1/models checks while /metrics answers
@@ -32,6 +33,7 @@ class Endpoint:
     url: str
     label: str  # what the panel calls it: the profile it serves
     api_key: str | None = field(default=None, repr=False)
+    pid: int | None = None  # the server's process, when rigctl started it: whose GPUs it holds
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,7 @@ class EnginePoller:
         self._tick = 0
 
     def _client_for(self, target: Endpoint) -> EngineClient:
-        if self._client is None or self._target is None or (self._target.url, self._target.api_key) != (
-                target.url, target.api_key):
+        if self._client is None or self._target is None or (self._target.url, self._target.api_key) != (target.url, target.api_key):
             if self._client:
                 self._client.close()
             self._client = EngineClient(target.url, target.api_key, timeout=_timeout_for(target.url))
@@ -78,8 +79,7 @@ class EnginePoller:
     def unavailable(self, error: str) -> EngineState:
         """No endpoint to poll (nothing serves, or its record is damaged): say so, keep the last figures."""
         since = self._last.since or self._clock()
-        self._last = EngineState(self._last.target, self._last.snapshot, self._last.figures, None, error=error,
-                                 since=since)
+        self._last = EngineState(self._last.target, self._last.snapshot, self._last.figures, None, error=error, since=since)
         self._previous = None
         self._window.clear()
         return self._last
@@ -103,7 +103,7 @@ class EnginePoller:
             return self._last
         figures = None
         if self._previous is not None:
-            serving = frozenset(s.index for s in gpus if any(p.is_vllm for p in s.processes or ())) or None
+            serving = frozenset(serving_gpus(gpus, target.pid)) or None
             figures = interval(self._previous, current, None, self._previous_gpus, gpus, serving)
             if figures.restarted:
                 self._window.clear()
@@ -119,8 +119,9 @@ class EnginePoller:
         if not self._window:
             return figures
         start = self._window[0]
-        return dataclasses.replace(figures, latency=latency_quantiles(start, current),
-                                   latency_seconds=current.timestamp - start.timestamp)
+        return dataclasses.replace(
+            figures, latency=latency_quantiles(start, current), latency_seconds=current.timestamp - start.timestamp
+        )
 
     def close(self) -> None:
         if self._client:

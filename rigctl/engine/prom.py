@@ -119,8 +119,8 @@ def parse(text: str, keep_created: bool = False, names: Collection[str] | None =
                 if close < brace:
                     raise ValueError("unclosed labels")
                 name = line[:brace]
-                labels = _labels(line[brace + 1:close])
-                rest = line[close + 1:]
+                labels = _labels(line[brace + 1 : close])
+                rest = line[close + 1 :]
             if labels is None or not name:
                 raise ValueError("bad labels")
             value = float(rest.split()[0])

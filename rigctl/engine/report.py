@@ -40,16 +40,20 @@ def kv_line(snap: EngineSnapshot) -> str:
 
 def latency_line(figures: IntervalFigures) -> str:
     window = f" (over {figures.latency_seconds:.0f} s)" if figures.latency_seconds else ""
-    return "  ".join(f"{label} {quantiles(figures, key)}" for key, label in
-                     (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"))) + window
+    return (
+        "  ".join(f"{label} {quantiles(figures, key)}" for key, label in (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT")))
+        + window
+    )
 
 
 def spec_line(figures: IntervalFigures) -> str | None:
     if figures.acceptance_rate is None and figures.mean_acceptance_length is None:
         return None
     positions = " ".join(fmt.number(p, 2) for p in figures.acceptance_per_position)
-    return (f"spec decode: acceptance {fmt.frac_pct(figures.acceptance_rate)}, mean length "
-            f"{fmt.number(figures.mean_acceptance_length, 2)}" + (f" (per position {positions})" if positions else ""))
+    return (
+        f"spec decode: acceptance {fmt.frac_pct(figures.acceptance_rate)}, mean length "
+        f"{fmt.number(figures.mean_acceptance_length, 2)}" + (f" (per position {positions})" if positions else "")
+    )
 
 
 def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
@@ -62,8 +66,10 @@ def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
     ]
     if len(snap.engines) > 1:
         for e in snap.engines:
-            lines.append(f"  engine {e.engine}: running {fmt.count(e.running)}, waiting {fmt.count(e.waiting)}, "
-                         f"KV {fmt.frac_pct(e.kv_usage)} of {fmt.count(e.kv_pool_tokens)}")
+            lines.append(
+                f"  engine {e.engine}: running {fmt.count(e.running)}, waiting {fmt.count(e.waiting)}, "
+                f"KV {fmt.frac_pct(e.kv_usage)} of {fmt.count(e.kv_pool_tokens)}"
+            )
     if snap.truncated:
         lines.append("warning: the exposition ended without a newline: its last line may be cut")
     if figures is None:
@@ -75,11 +81,15 @@ def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
     if figures.restarted:
         lines.append("vLLM RESTARTED during this interval: a counter went down; figures count from the restart")
     lines += [
-        (f"prefix cache: hit rate {fmt.frac_pct(figures.hit_rate)} (interval), "
-        f"{fmt.frac_pct(figures.hit_rate_lifetime)} (lifetime)"),
-        (f"throughput: prompt {fmt.number(figures.prompt_tps, 1, ' tok/s')} (computed "
-        f"{fmt.number(figures.prefill_compute_tps, 1, ' tok/s')}), generation "
-        f"{fmt.number(figures.generation_tps, 1, ' tok/s')}"),
+        (
+            f"prefix cache: hit rate {fmt.frac_pct(figures.hit_rate)} (interval), "
+            f"{fmt.frac_pct(figures.hit_rate_lifetime)} (lifetime)"
+        ),
+        (
+            f"throughput: prompt {fmt.number(figures.prompt_tps, 1, ' tok/s')} (computed "
+            f"{fmt.number(figures.prefill_compute_tps, 1, ' tok/s')}), generation "
+            f"{fmt.number(figures.generation_tps, 1, ' tok/s')}"
+        ),
         f"latency: {latency_line(figures)}",
         f"preemptions: {fmt.count(figures.preemptions)} in {figures.seconds:.1f} s",
     ]
@@ -89,8 +99,7 @@ def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
     if figures.finished:
         lines.append("finished: " + ", ".join(f"{k} {fmt.count(v)}" for k, v in sorted(figures.finished.items())))
     if fmt.known(figures.power_w):
-        per_token = f", {fmt.number(figures.joules_per_token, 2)} J/token" if figures.joules_per_token else \
-            ", J/token n/a (idle)"
+        per_token = f", {fmt.number(figures.joules_per_token, 2)} J/token" if figures.joules_per_token else ", J/token n/a (idle)"
         lines.append(f"energy: {fmt.number(figures.power_w, 0)} W mean{per_token}")
     return "\n".join(lines)
 

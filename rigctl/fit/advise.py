@@ -11,11 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigctl.fit.budget import WorkerBudget, default_max_num_seqs, worker_budget
-from rigctl.fit.kvpool import Pool, logged_range, pool, pool_shape
-from rigctl.fit.model import ModelDims
-from rigctl.fit.weights import Weights
 from rigctl.units import GIB
+from rigctl.vllm.kvpool import Pool, logged_range, pool
+from rigctl.vllm.memory import (
+    MemoryFlags,
+    WorkerBudget,
+    default_gpu_memory_utilization,
+    default_max_num_seqs,
+    plan_worker,
+)
+from rigctl.vllm.model import ModelDims
+from rigctl.vllm.weights import Weights
 
 TIERS = (1, 2, 4)
 
@@ -30,7 +36,7 @@ class FitInputs:
     max_num_seqs: int | None = None
     kv_cache_dtype: str | None = None
     spec_tokens: int = 0  # MTP speculative tokens
-    utilization: float = 0.92
+    utilization: float = field(default_factory=default_gpu_memory_utilization)
     batched_tokens: int | None = None
     eager: bool = False
     prefix_caching: bool = True
@@ -43,6 +49,21 @@ class FitInputs:
     @property
     def length(self) -> int:
         return self.max_model_len or self.model.max_position or 4096
+
+    def flags(self, tp: int, dp: int) -> MemoryFlags:
+        return MemoryFlags(
+            tp=tp,
+            dp=dp,
+            max_model_len=self.length,
+            kv_cache_dtype=self.kv_cache_dtype,
+            spec_tokens=self.spec_tokens,
+            utilization=self.utilization,
+            batched_tokens=self.batched_tokens,
+            eager=self.eager,
+            prefix_caching=self.prefix_caching,
+            block_size=self.block_size,
+            mamba_ssm_dtype=self.mamba_ssm_dtype,
+        )
 
 
 @dataclass(frozen=True)
@@ -75,23 +96,37 @@ class Layout:
     def to_json(self) -> dict[str, Any]:
         p, b = self.pool, self.budget
         out: dict[str, Any] = {
-            "tp": self.tp, "dp": self.dp, "predicted": True, "fits": self.fits, "why_not": self.why_not,
-            "pool_tokens": p.tokens if p else None, "max_concurrency": round(p.max_concurrency, 4) if p else None,
-            "block_size": p.shape.block_size if p else None, "num_blocks": p.num_blocks if p else None,
+            "tp": self.tp,
+            "dp": self.dp,
+            "predicted": True,
+            "fits": self.fits,
+            "why_not": self.why_not,
+            "pool_tokens": p.tokens if p else None,
+            "max_concurrency": round(p.max_concurrency, 4) if p else None,
+            "block_size": p.shape.block_size if p else None,
+            "num_blocks": p.num_blocks if p else None,
             "blocks_per_request": p.blocks_per_request if p else None,
             "available_kv_gib": round(self.available_gib, 4) if self.available_gib is not None else None,
-            "mamba_blocks": p.mamba_blocks if p else None, "max_num_seqs": self.max_num_seqs,
+            "mamba_blocks": p.mamba_blocks if p else None,
+            "max_num_seqs": self.max_num_seqs,
             "state_mib_per_seq": round(p.state_bytes_per_seq / 2**20, 1) if p and p.shape.linear_layers else None,
-            "groups": p.shape.groups if p else None, "one_request_fits": p.fits_one_request if p else None,
+            "groups": p.shape.groups if p else None,
+            "one_request_fits": p.fits_one_request if p else None,
             "state_page_padding": round(p.shape.padding, 4) if p and p.shape.linear_layers else None,
             "pool_tokens_range": list(self.pool_range) if self.pool_range else None,
             "max_model_len_for": {str(k): v for k, v in self.tiers.items()},
         }
         if b:
-            out["budget_gib"] = {"gpu_total": round(b.total / GIB, 2), "requested": round(b.requested / GIB, 2),
-                                 "weights_per_rank": round(b.weights / GIB, 2), "mtp_head": round(b.mtp_head / GIB, 2),
-                                 "activation": round(b.activation / GIB, 2), "non_torch": round(b.non_torch / GIB, 2),
-                                 "cuda_graphs": round(b.graphs / GIB, 2), "correction": round(b.correction, 2)}
+            out["budget_gib"] = {
+                "gpu_total": round(b.total / GIB, 2),
+                "requested": round(b.requested / GIB, 2),
+                "weights_per_rank": round(b.weights / GIB, 2),
+                "mtp_head": round(b.mtp_head / GIB, 2),
+                "activation": round(b.activation / GIB, 2),
+                "non_torch": round(b.non_torch / GIB, 2),
+                "cuda_graphs": round(b.graphs / GIB, 2),
+                "correction": round(b.correction, 2),
+            }
         return out
 
 
@@ -105,8 +140,7 @@ def _split_problem(model: ModelDims, tp: int) -> str | None:
     if model.heads % tp:
         return f"vLLM splits attention heads across TP ranks: {model.heads} heads are not divisible by {tp}"
     if model.linear and (model.linear.value_heads % tp or model.linear.key_heads % tp):
-        return (f"the GDN heads ({model.linear.key_heads} key, {model.linear.value_heads} value) are not "
-                f"divisible by {tp}")
+        return f"the GDN heads ({model.linear.key_heads} key, {model.linear.value_heads} value) are not divisible by {tp}"
     return None
 
 
@@ -119,24 +153,30 @@ def evaluate(inputs: FitInputs, tp: int, dp: int) -> Layout:
     problem = _split_problem(inputs.model, tp)
     if problem:
         return Layout(tp, dp, False, problem, seqs)
-    shape = pool_shape(inputs.model, tp, inputs.kv_cache_dtype, inputs.spec_tokens, inputs.prefix_caching,
-                       inputs.block_size, inputs.mamba_ssm_dtype)
-    budget = None
-    if inputs.available_kv_bytes is not None:
-        available = inputs.available_kv_bytes
-    else:
-        budget = worker_budget(total, inputs.weights.main_bytes, inputs.weights.mtp_bytes, tp, dp,
-                               utilization=inputs.utilization, batched_tokens=inputs.batched_tokens,
-                               eager=inputs.eager, mtp=inputs.spec_tokens > 0, correction_gib=inputs.correction_gib)
+    plan = plan_worker(inputs.model, inputs.weights, total, inputs.flags(tp, dp), inputs.correction_gib, inputs.available_kv_bytes)
+    budget, shape, available = plan.budget, plan.shape, plan.available
+    if budget is not None:
         if not budget.loads:
-            return Layout(tp, dp, False, f"the weights take {(budget.weights + budget.mtp_head) / GIB:.1f} GiB per "
-                          f"GPU, more than the {budget.requested / GIB:.1f} GiB vLLM may use of a "
-                          f"{total / GIB:.1f} GiB card", seqs, budget)
-        available = int(budget.available)
+            return Layout(
+                tp,
+                dp,
+                False,
+                f"the weights take {(budget.weights + budget.mtp_head) / GIB:.1f} GiB per "
+                f"GPU, more than the {budget.requested / GIB:.1f} GiB vLLM may use of a "
+                f"{total / GIB:.1f} GiB card",
+                seqs,
+                budget,
+            )
         if available <= 0:
-            return Layout(tp, dp, False, f"no memory is left for KV: the budget is {available / GIB:.2f} GiB per GPU "
-                          f"after weights, activations and graphs", seqs, budget)
-    result = pool(shape, available, inputs.length)
+            return Layout(
+                tp,
+                dp,
+                False,
+                f"no memory is left for KV: the budget is {available / GIB:.2f} GiB per GPU after weights, activations and graphs",
+                seqs,
+                budget,
+            )
+    result = plan.pool
     span = None
     if inputs.available_is_logged and inputs.available_kv_bytes is not None:
         low, high = logged_range(inputs.available_kv_bytes / GIB)
@@ -144,12 +184,16 @@ def evaluate(inputs: FitInputs, tp: int, dp: int) -> Layout:
     tiers = {n: min(result.max_len_for(n), inputs.model.max_position or 10**9) for n in TIERS}
     why_not = None
     if not result.fits_one_request:
-        why_not = (f"one {inputs.length:,}-token request needs {result.blocks_per_request:,} blocks and the pool has "
-                   f"{result.num_blocks:,}: vLLM refuses to start (the largest max_model_len that fits is "
-                   f"{tiers[1]:,})")
+        why_not = (
+            f"one {inputs.length:,}-token request needs {result.blocks_per_request:,} blocks and the pool has "
+            f"{result.num_blocks:,}: vLLM refuses to start (the largest max_model_len that fits is "
+            f"{tiers[1]:,})"
+        )
     elif result.mamba_blocks is not None and seqs > result.mamba_blocks:
-        why_not = (f"max_num_seqs ({seqs}) exceeds the {result.mamba_blocks} blocks the GDN state can use: vLLM "
-                   f"refuses to start (lower max_num_seqs to {result.mamba_blocks} or less)")
+        why_not = (
+            f"max_num_seqs ({seqs}) exceeds the {result.mamba_blocks} blocks the GDN state can use: vLLM "
+            f"refuses to start (lower max_num_seqs to {result.mamba_blocks} or less)"
+        )
     return Layout(tp, dp, why_not is None, why_not, seqs, budget, result, span, tiers)
 
 
@@ -172,13 +216,35 @@ class Recommendation:
 def _figures(layout: Layout) -> str:
     assert layout.pool is not None
     per = "per GPU" if layout.tp > 1 else "per replica"
-    return (f"{layout.name}: {layout.available_gib:.1f} GiB of KV {per}, {layout.pool.tokens:,} tokens"
-            f"{' each' if layout.dp > 1 else ''}, {layout.slots:.1f} full-length requests at once")
+    limit = (
+        f" (at max_num_seqs {layout.pool.mamba_blocks} or less: the GDN state's blocks; {layout.max_num_seqs} was asked)"
+        if state_limited(layout)
+        else ""
+    )
+    return (
+        f"{layout.name}: {layout.available_gib:.1f} GiB of KV {per}, {layout.pool.tokens:,} tokens"
+        f"{' each' if layout.dp > 1 else ''}, {layout.slots:.1f} full-length requests at once{limit}"
+    )
+
+
+def state_limited(layout: Layout) -> bool:
+    """The layout would serve but for max_num_seqs: one request fits, and the sequences asked for
+    (vLLM's default 256 when none is set) are more than the blocks the GDN state may use."""
+    p = layout.pool
+    return (
+        not layout.fits
+        and p is not None
+        and p.fits_one_request
+        and p.mamba_blocks is not None
+        and layout.max_num_seqs > p.mamba_blocks
+    )
 
 
 def recommend(inputs: FitInputs, found: list[Layout]) -> Recommendation | None:
-    """The rule, with its reason in numbers; None when nothing fits."""
-    fitting = {(lay.tp, lay.dp): lay for lay in found if lay.fits}
+    """The rule, with its reason in numbers; None when nothing fits. A layout that fails only on
+    max_num_seqs (vLLM's default of 256 is more than a hybrid model's state blocks on a 24 GB card)
+    still counts: the rule is about the weights, and the reason says max_num_seqs is the limit."""
+    fitting = {(lay.tp, lay.dp): lay for lay in found if lay.fits or state_limited(lay)}
     if not fitting:
         return None
     gpus = len(inputs.gpu_totals)
@@ -186,9 +252,13 @@ def recommend(inputs: FitInputs, found: list[Layout]) -> Recommendation | None:
     weights = (inputs.weights.main_bytes + (inputs.weights.mtp_bytes if inputs.spec_tokens else 0)) / GIB
     share = weights * GIB / total
     single = fitting.get((1, 1))
+
+    def because(pick: Layout, why: str) -> Recommendation:
+        return Recommendation(pick.tp, pick.dp, why)
+
     if gpus == 1:
         if single:
-            return Recommendation(1, 1, f"one GPU: {_figures(single)} (predicted)")
+            return because(single, f"one GPU: {_figures(single)} (predicted)")
         return None
     full = 1 << (gpus.bit_length() - 1)  # the largest power of two of GPUs
     split, replicas = fitting.get((full, 1)), fitting.get((1, full))
@@ -196,14 +266,23 @@ def recommend(inputs: FitInputs, found: list[Layout]) -> Recommendation | None:
     if single is None:
         smallest = min((lay for lay in fitting.values() if lay.dp == 1), key=lambda lay: lay.tp, default=None)
         pick = smallest or max(fitting.values(), key=lambda lay: lay.slots)
-        return Recommendation(pick.tp, pick.dp, f"{takes}: it does not fit one GPU; {_figures(pick)} (predicted)")
+        one = next((lay for lay in found if (lay.tp, lay.dp) == (1, 1)), None)
+        if one is not None and one.budget is not None and one.budget.loads and one.pool is not None:
+            return because(
+                pick,
+                f"{takes}: one GPU holds the weights but not one {inputs.length:,}-token request "
+                f"(max_model_len {one.tiers.get(1, 0):,} would fit); {_figures(pick)} (predicted)",
+            )
+        return because(pick, f"{takes}: it does not fit one GPU; {_figures(pick)} (predicted)")
     if share >= 0.5 and split is not None:
         against = f" against {_figures(replicas)}" if replicas else " (replicas would not fit)"
-        return Recommendation(full, 1, f"{takes}: split; {_figures(split)}{against} (predicted; owners measured "
-                              f"TP2 2.2-3.7x DP2 for a 27B at ~17 GB on 2x24 GB)")
+        return because(
+            split,
+            f"{takes}: split; {_figures(split)}{against} (predicted; owners measured "
+            f"TP2 2.2-3.7x DP2 for a 27B at ~17 GB on 2x24 GB)",
+        )
     if replicas is not None:
         against = f" against {_figures(split)}" if split else ""
-        return Recommendation(1, full, f"{takes}: under half a GPU, keep a replica per GPU; {_figures(replicas)}"
-                              f"{against} (predicted)")
+        return because(replicas, f"{takes}: under half a GPU, keep a replica per GPU; {_figures(replicas)}{against} (predicted)")
     best = max(fitting.values(), key=lambda lay: lay.slots)
-    return Recommendation(best.tp, best.dp, f"{takes}: {_figures(best)} (predicted)")
+    return because(best, f"{takes}: {_figures(best)} (predicted)")

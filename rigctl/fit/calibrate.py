@@ -52,8 +52,14 @@ class Measured:
 class Correction:
     gib: float  # added to every predicted budget on this rig
     boots: int  # how many boots it rests on
+    logged: int = 0  # boots on this rig that logged their available KV (some may not be predictable here)
 
     def describe(self) -> str:
+        if not self.boots and self.logged:
+            return (
+                f"no correction: {self.logged} boot(s) on this rig logged their available KV, but none of their "
+                "models' configs is on this machine or in rigctl's copies, so none could be predicted"
+            )
         if not self.boots:
             return "no correction: no boot on this rig logged its available KV"
         return f"{self.gib:+.2f} GiB per GPU, from {self.boots} boot(s) on this rig"
@@ -67,15 +73,16 @@ def last_measured(records: Iterable[BootRecord], profile: str, rig: str | None) 
     return Measured(last.when, last.kv_tokens, last.available_kv_gib, last.max_concurrency)
 
 
-def correction(records: Iterable[BootRecord], rig: str | None,
-               predict_budget: Callable[[BootRecord], float | None]) -> Correction:
+def correction(records: Iterable[BootRecord], rig: str | None, predict_budget: Callable[[BootRecord], float | None]) -> Correction:
     """`predict_budget(record)` is the predicted available KV bytes for that boot's command line
     (None when its model cannot be read here); explicitly sized KV is not a budget and is skipped."""
     errors = []
+    logged = 0
     for record in records:
         if record.rig != rig or record.available_kv_gib is None or "--kv-cache-memory-bytes" in record.argv:
             continue
+        logged += 1
         predicted = predict_budget(record)
         if predicted is not None:
             errors.append(record.available_kv_gib - predicted / GIB)
-    return Correction(statistics.median(errors) if errors else 0.0, len(errors))
+    return Correction(statistics.median(errors) if errors else 0.0, len(errors), logged)

@@ -14,21 +14,23 @@ from pathlib import Path
 from rigctl.errors import BadInputError
 from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
 from rigctl.fit.build import inputs_for, weights_for
-from rigctl.fit.inputs import LaunchOptions, find_model_dir, local_model_problem, options_from_launch, shipped_config
-from rigctl.fit.model import load_dims
+from rigctl.fit.inputs import LaunchOptions, find_model_dir, local_model_problem, options_from_launch
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile
-from rigctl.profiles.validate import validate
-from rigctl.profiles.vllm_args import LaunchSpec, render
+from rigctl.profiles.settings import ResolvedSettings
+from rigctl.profiles.validate import validated
+from rigctl.profiles.vllm_args import LaunchSpec, launch
+from rigctl.severity import Severity
 from rigctl.units import GIB
+from rigctl.vllm.model import load_dims, shipped_config
+from rigctl.vllm.options import OptionTable
 
 MARGIN = 0.15
 
 
 @dataclass(frozen=True)
 class FitFinding:
-    severity: str  # "error" | "warning"
+    severity: Severity
     key: str  # the [vllm] key to point at
     message: str
 
@@ -119,24 +121,40 @@ def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFindin
     findings: list[FitFinding] = []
     ceiling = inputs.model.max_position
     if options.max_model_len and ceiling and options.max_model_len > ceiling and not options.allow_long_max_len:
-        return [FitFinding("error", "max_model_len", f"{options.max_model_len:,} is more than the model allows "
-                           f"(max_position_embeddings {ceiling:,} in {source}): vLLM refuses it at start "
-                           f"(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in [env] overrides it, at the risk of wrong output)")]
+        return [
+            FitFinding(
+                "error",
+                "max_model_len",
+                f"{options.max_model_len:,} is more than the model allows "
+                f"(max_position_embeddings {ceiling:,} in {source}): vLLM refuses it at start "
+                f"(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in [env] overrides it, at the risk of wrong output)",
+            )
+        ]
     layout = evaluate(inputs, options.tp, options.dp)
     if not layout.fits and layout.pool is not None:
         exact = inputs.available_kv_bytes is not None
         generous = _with_more_budget(inputs, layout)
         if exact or (generous is not None and not generous.fits):
-            findings.append(FitFinding("error", _key(layout), f"{layout.why_not} ({'exact' if exact else 'predicted'} "
-                                       f"from {source}; rigctl fit shows the figures)"))
+            findings.append(
+                FitFinding(
+                    "error",
+                    _key(layout),
+                    f"{layout.why_not} ({'exact' if exact else 'predicted'} from {source}; rigctl fit shows the figures)",
+                )
+            )
         else:
-            findings.append(FitFinding("warning", _key(layout), f"{layout.why_not} (predicted from {source}, within "
-                                       "the advisor's margin: it may start; rigctl fit shows the figures)"))
+            findings.append(
+                FitFinding(
+                    "warning",
+                    _key(layout),
+                    f"{layout.why_not} (predicted from {source}, within "
+                    "the advisor's margin: it may start; rigctl fit shows the figures)",
+                )
+            )
     if options.dp > 1 and options.tp == 1:
         advice = recommend(inputs, layouts(inputs))
         if advice is not None and advice.tp > 1:
-            findings.append(FitFinding("warning", "data_parallel_size", f"the fit rule would split this model: "
-                                       f"{advice.why}"))
+            findings.append(FitFinding("warning", "data_parallel_size", f"the fit rule would split this model: {advice.why}"))
     return findings
 
 
@@ -147,31 +165,55 @@ def _with_more_budget(inputs: FitInputs, layout: Layout) -> Layout | None:
     return evaluate(replace(inputs, correction_gib=inputs.correction_gib + more), layout.tp, layout.dp)
 
 
-def profile_diagnostics(profile: Profile, argv: tuple[str, ...], gpu_totals: tuple[int, ...],
-                        env: dict[str, str] | None = None) -> list[Diagnostic]:
+def profile_diagnostics(profile: Profile, options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[Diagnostic]:
     """The findings as the profile's diagnostics, pointing at the key where it was written."""
     vllm_keys = {k.replace("-", "_"): k for k in profile.vllm}
     out = []
-    for finding in check(options_from_launch(argv, env or {}), gpu_totals):
+    for finding in check(options, gpu_totals):
         key = vllm_keys.get(finding.key, finding.key)
         out.append(profile.diagnostic(finding.severity, f"vllm.{key}", finding.message))
     return out
 
 
-def check_profile(profile: Profile, table: OptionTable, rig: RigInfo | None,
-                  vllm_command: tuple[str, ...], host_paths: bool = True) -> tuple[list[Diagnostic], LaunchSpec | None]:
+@dataclass(frozen=True)
+class CheckedProfile:
+    """A profile as rigctl checked it, once: the settings resolved against the options of the vLLM
+    its command runs, every diagnostic (validation, lints, the fit), the launch rendered from those
+    settings when no error stands, the options that size its memory and the fit's prediction for
+    its own layout. Built by `check_profile` and passed on: the switch and its preflight, the dry
+    run, the bench and the Profiles screen read it, none checks again."""
+
+    profile: Profile
+    table: OptionTable  # the vLLM version it was checked against
+    settings: ResolvedSettings
+    diagnostics: tuple[Diagnostic, ...]  # errors first, then warnings
+    launch: LaunchSpec | None  # None while an error stands
+    options: LaunchOptions | None = None  # the memory-sizing flags of the launch
+    prediction: Layout | str | None = None  # its own layout on the rig, predicted; or why not
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+def check_profile(
+    profile: Profile, table: OptionTable, rig: RigInfo | None, vllm_command: tuple[str, ...], host_paths: bool = True
+) -> CheckedProfile:
     """A profile as every caller checks it (validate, the switch's preflight, the Profiles
     screen): validated against the options and the rig, rendered when it has no error, then
     asked whether vLLM would refuse it for memory on this rig. (diagnostics, the launch or None).
     `host_paths`: vLLM runs on this machine (not in a container), so a model written as a path
     must be here."""
-    diagnostics = validate(profile, table, rig)
+    settings, diagnostics = validated(profile, table, rig)
     missing = local_model_problem(profile.model) if host_paths and profile.model else None
     if missing:
         diagnostics.insert(0, profile.diagnostic("error", "model", f"{missing} (vLLM would fail at boot)"))
     if any(d.severity == "error" for d in diagnostics):
-        return diagnostics, None
-    spec = render(profile, table, vllm_command)
+        return CheckedProfile(profile, table, settings, tuple(diagnostics), None)
+    spec = launch(profile, settings, vllm_command)
+    # the launch's own command line, read by the same rule as every boot record's (options_from_launch)
+    options = options_from_launch(spec.argv, spec.env)
+    totals = tuple(g.memory_total or 0 for g in rig.gpus) if rig is not None else ()
     if rig is not None:
-        diagnostics += profile_diagnostics(profile, spec.argv, tuple(g.memory_total or 0 for g in rig.gpus), spec.env)
-    return diagnostics, spec
+        diagnostics += profile_diagnostics(profile, options, totals)
+    return CheckedProfile(profile, table, settings, tuple(diagnostics), spec, options, predicted_layout(options, totals))

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rigctl.errors import BadInputError
-from rigctl.profiles.options import parse_human_int
+from rigctl.vllm.options import parse_human_int
 
 NO_PREFIX_CACHING = ("--no-enable-prefix-caching", "--disable-prefix-caching")
 
@@ -104,15 +102,23 @@ def options_from_argv(argv: list[str] | tuple[str, ...]) -> LaunchOptions:
 
     spec_tokens, spec_other = _spec(flags["--speculative-config"]) if "--speculative-config" in flags else (0, None)
     return LaunchOptions(
-        model=model, tp=number("--tensor-parallel-size") or number("-tp") or 1,
-        dp=number("--data-parallel-size") or 1, max_model_len=number("--max-model-len"),
-        max_num_seqs=number("--max-num-seqs"), kv_cache_dtype=flags.get("--kv-cache-dtype"),
-        spec_tokens=spec_tokens, spec_other=spec_other,
+        model=model,
+        tp=number("--tensor-parallel-size") or number("-tp") or 1,
+        dp=number("--data-parallel-size") or 1,
+        max_model_len=number("--max-model-len"),
+        max_num_seqs=number("--max-num-seqs"),
+        kv_cache_dtype=flags.get("--kv-cache-dtype"),
+        spec_tokens=spec_tokens,
+        spec_other=spec_other,
         utilization=float(flags["--gpu-memory-utilization"]) if "--gpu-memory-utilization" in flags else None,
-        batched_tokens=number("--max-num-batched-tokens"), eager="--enforce-eager" in flags,
+        batched_tokens=number("--max-num-batched-tokens"),
+        eager="--enforce-eager" in flags,
         prefix_caching=not any(f in flags for f in NO_PREFIX_CACHING),
-        block_size=number("--block-size"), mamba_ssm_dtype=flags.get("--mamba-ssm-cache-dtype"),
-        kv_cache_memory_bytes=number("--kv-cache-memory-bytes"), quantization=flags.get("--quantization"))
+        block_size=number("--block-size"),
+        mamba_ssm_dtype=flags.get("--mamba-ssm-cache-dtype"),
+        kv_cache_memory_bytes=number("--kv-cache-memory-bytes"),
+        quantization=flags.get("--quantization"),
+    )
 
 
 def local_model_problem(model: str) -> str | None:
@@ -146,28 +152,12 @@ def find_model_dir(model: str) -> Path | None:
     if (given / "config.json").is_file():
         return given
     entry = hub_cache() / ("models--" + model.replace("/", "--")) / "snapshots"
-    snapshots = sorted((p for p in entry.glob("*") if (p / "config.json").is_file()),
-                       key=lambda p: p.stat().st_mtime, reverse=True) if entry.is_dir() else []
+    snapshots = (
+        sorted((p for p in entry.glob("*") if (p / "config.json").is_file()), key=lambda p: p.stat().st_mtime, reverse=True)
+        if entry.is_dir()
+        else []
+    )
     return snapshots[0] if snapshots else None
-
-
-# Dimensions of the models the shipped profiles serve (their Hugging Face config.json), so `rigctl
-# fit` answers before a download; a model on disk always wins. Quantised and AutoRound variants
-# share their base's dimensions.
-SHIPPED_CONFIGS = (
-    (re.compile(r"qwen3\.[568]-27b", re.I), "qwen3.6-27b"),
-    (re.compile(r"qwen3\.6-35b-a3b", re.I), "qwen3.6-35b-a3b"),
-    (re.compile(r"llama-3\.1-8b", re.I), "llama-3.1-8b"),
-    (re.compile(r"qwen2\.5-3b", re.I), "qwen2.5-3b"),
-)
-
-
-def shipped_config(model: str) -> Path | None:
-    """rigctl's own copy of a known model's config.json, by the model id's name."""
-    for pattern, name in SHIPPED_CONFIGS:
-        if pattern.search(model):
-            return Path(str(resources.files("rigctl.fit") / "configs" / f"{name}.json"))
-    return None
 
 
 def model_dir_or_error(model: str | None) -> Path:
@@ -175,6 +165,8 @@ def model_dir_or_error(model: str | None) -> Path:
         raise BadInputError("no model: name a profile, or give --config PATH or --model DIR")
     found = find_model_dir(model)
     if found is None:
-        raise BadInputError(f"no config.json for {model}: it is not a local dir and not in the Hugging Face cache "
-                            f"({hub_cache()}); give --config PATH (the model's config.json)")
+        raise BadInputError(
+            f"no config.json for {model}: it is not a local dir and not in the Hugging Face cache "
+            f"({hub_cache()}); give --config PATH (the model's config.json)"
+        )
     return found

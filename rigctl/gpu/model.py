@@ -11,6 +11,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigctl.severity import Severity
+
 
 class P2PStatus(enum.Enum):
     """`nvidia-smi topo -p2p` codes (NVML_P2P_STATUS_*)."""
@@ -173,7 +175,7 @@ class RigWarning:
     """Something the owner should know; `gpu` is None when it concerns the rig."""
 
     code: str
-    severity: str  # "info" | "warn" | "error"
+    severity: Severity
     message: str
     gpu: int | None = None
 

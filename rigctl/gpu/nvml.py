@@ -92,8 +92,7 @@ class NvmlBackend:
             count = pynvml.nvmlDeviceGetCount()
         except pynvml.NVMLError as exc:
             self.close()
-            raise NoDriverError(f"the NVIDIA driver loaded but cannot list the GPUs ({exc}); {NO_DRIVER_HINT}") \
-                from exc
+            raise NoDriverError(f"the NVIDIA driver loaded but cannot list the GPUs ({exc}); {NO_DRIVER_HINT}") from exc
         self.unopened: dict[int, str] = {}  # GPUs the driver would not hand out: shown lost, the rest work
         self._handles: list[Any] = []
         for index in range(count):
@@ -221,8 +220,16 @@ class NvmlBackend:
                 gpus.append(self._read_gpu(index, handle))
             except _Lost:
                 why = f"cannot be opened: {self.unopened[index]}" if index in self.unopened else "lost"
-                gpus.append(Gpu(index=index, name=f"GPU {index} ({why})", uuid=None, bus_id=f"lost:{index}",
-                                memory_total=None, power_limit_w=None))
+                gpus.append(
+                    Gpu(
+                        index=index,
+                        name=f"GPU {index} ({why})",
+                        uuid=None,
+                        bus_id=f"lost:{index}",
+                        memory_total=None,
+                        power_limit_w=None,
+                    )
+                )
         paths: dict[tuple[int, int], str] = {}
         p2p: dict[tuple[int, int, P2PCap], Any] = {}
         for i, hi in enumerate(self._handles):

@@ -12,10 +12,8 @@ def topology_json(info: RigInfo, topo: Topology) -> dict[str, Any]:
     gpus = [g.index for g in info.gpus]
     return {
         "matrix": {f"GPU{i}": {f"GPU{j}": topo.labels[(i, j)] for j in gpus} for i in gpus},
-        "nvlink_counts": {f"GPU{i}": {f"GPU{j}": topo.nvlink_counts.get((i, j), 0) for j in gpus if j != i}
-                          for i in gpus},
-        "p2p": {cap.value: {f"GPU{i}": {f"GPU{j}": p2p_code(topo, i, j, cap) for j in gpus} for i in gpus}
-                for cap in P2PCap},
+        "nvlink_counts": {f"GPU{i}": {f"GPU{j}": topo.nvlink_counts.get((i, j), 0) for j in gpus if j != i} for i in gpus},
+        "p2p": {cap.value: {f"GPU{i}": {f"GPU{j}": p2p_code(topo, i, j, cap) for j in gpus} for i in gpus} for cap in P2PCap},
         "vllm_fully_connected_nvlink": topo.fully_connected_nvlink,
     }
 

@@ -21,8 +21,14 @@ from rigctl.gpu.warnings import sample_warnings, static_warnings
 
 
 class RigSampler:
-    def __init__(self, backend: GpuBackend, *, with_host: bool = True,
-                 env: Mapping[str, str] | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        backend: GpuBackend,
+        *,
+        with_host: bool = True,
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.backend = backend
         self.info = backend.info()
         self.topology = build_topology(self.info)

@@ -32,8 +32,9 @@ def slot_limit(gpu: Gpu) -> RigWarning | None:
     Only maxima are compared: the current generation drops at idle by design.
     """
     gen_short = gpu.pcie_gen_max is not None and gpu.pcie_gpu_gen_max is not None and gpu.pcie_gen_max < gpu.pcie_gpu_gen_max
-    width_short = (gpu.pcie_width_max is not None and gpu.pcie_gpu_width_max is not None
-                   and gpu.pcie_width_max < gpu.pcie_gpu_width_max)
+    width_short = (
+        gpu.pcie_width_max is not None and gpu.pcie_gpu_width_max is not None and gpu.pcie_width_max < gpu.pcie_gpu_width_max
+    )
     if not (gen_short or width_short):
         return None
     have = link_bandwidth(gpu.pcie_gen_max, gpu.pcie_width_max)
@@ -42,10 +43,12 @@ def slot_limit(gpu: Gpu) -> RigWarning | None:
     card = f"Gen{gpu.pcie_gpu_gen_max or gpu.pcie_gen_max} x{gpu.pcie_gpu_width_max or gpu.pcie_width_max}"
     return RigWarning(
         code="pcie-slot-limited",
-        severity="warn",
+        severity="warning",
         gpu=gpu.index,
-        message=(f"GPU{gpu.index} PCIe link tops out at Gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}, the card does "
-                 f"{card}{share}: slot-limited; weight loading and host copies are slower, and benchmarks differ"),
+        message=(
+            f"GPU{gpu.index} PCIe link tops out at Gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}, the card does "
+            f"{card}{share}: slot-limited; weight loading and host copies are slower, and benchmarks differ"
+        ),
     )
 
 
@@ -55,23 +58,37 @@ def all_reduce_verdict(info: RigInfo, topology: Topology) -> RigWarning | None:
     if n < 2:
         return None
     if topology.fully_connected_nvlink:
-        return RigWarning("vllm-all-reduce", "info",
-                          f"vLLM will see all {n} GPUs fully connected over NVLink (P2P NVLink OK): custom all-reduce on")
+        return RigWarning(
+            "vllm-all-reduce",
+            "info",
+            f"vLLM will see all {n} GPUs fully connected over NVLink (P2P NVLink OK): custom all-reduce on",
+        )
     read_ok = all(
         topology.p2p.get((a.index, b.index, P2PCap.READ)) is P2PStatus.OK
-        for a in info.gpus for b in info.gpus if a.index != b.index
+        for a in info.gpus
+        for b in info.gpus
+        if a.index != b.index
     )
     if n > 2:
-        return RigWarning("vllm-all-reduce", "warn",
-                          f"{n} GPUs without a full NVLink mesh: vLLM disables custom all-reduce for more than two "
-                          "PCIe-only GPUs; all-reduce goes through NCCL")
+        return RigWarning(
+            "vllm-all-reduce",
+            "warning",
+            f"{n} GPUs without a full NVLink mesh: vLLM disables custom all-reduce for more than two "
+            "PCIe-only GPUs; all-reduce goes through NCCL",
+        )
     if read_ok:
-        return RigWarning("vllm-all-reduce", "info",
-                          "no NVLink between the GPUs; PCIe P2P is granted, so vLLM can use custom all-reduce over PCIe")
+        return RigWarning(
+            "vllm-all-reduce",
+            "info",
+            "no NVLink between the GPUs; PCIe P2P is granted, so vLLM can use custom all-reduce over PCIe",
+        )
     codes = sorted({(s.value if s else "U") for (i, j, cap), s in topology.p2p.items() if cap is P2PCap.READ})
-    return RigWarning("vllm-all-reduce", "warn",
-                      f"no NVLink and PCIe P2P refused ({'/'.join(codes)}): vLLM disables custom all-reduce "
-                      "(\"platform lacks GPU P2P capability\"); TP all-reduce goes through NCCL via host memory")
+    return RigWarning(
+        "vllm-all-reduce",
+        "warning",
+        f"no NVLink and PCIe P2P refused ({'/'.join(codes)}): vLLM disables custom all-reduce "
+        '("platform lacks GPU P2P capability"); TP all-reduce goes through NCCL via host memory',
+    )
 
 
 def _mib(value: int | None) -> str:
@@ -82,21 +99,33 @@ def sample_warnings(info: RigInfo, samples: tuple[GpuSample, ...]) -> list[RigWa
     out = []
     for sample in samples:
         if sample.lost:
-            out.append(RigWarning("gpu-lost", "error", f"GPU{sample.index} is lost (NVML: GPU is lost); "
-                                  "it needs a reset or a reboot", gpu=sample.index))
+            out.append(
+                RigWarning(
+                    "gpu-lost",
+                    "error",
+                    f"GPU{sample.index} is lost (NVML: GPU is lost); it needs a reset or a reboot",
+                    gpu=sample.index,
+                )
+            )
             continue
         foreign = [p for p in sample.processes or () if not p.is_vllm and (p.used_memory or 0) > 0]
         if foreign:
             total = sum(p.used_memory or 0 for p in foreign)
             who = ", ".join(f"{p.name or p.pid} {_mib(p.used_memory)}" for p in foreign[:3])
-            out.append(RigWarning("foreign-vram", "warn",
-                                  f"GPU{sample.index}: {_mib(total)} held by processes other than vLLM ({who}); "
-                                  "it counts against gpu_memory_utilization and shrinks the KV cache",
-                                  gpu=sample.index))
+            out.append(
+                RigWarning(
+                    "foreign-vram",
+                    "warning",
+                    f"GPU{sample.index}: {_mib(total)} held by processes other than vLLM ({who}); "
+                    "it counts against gpu_memory_utilization and shrinks the KV cache",
+                    gpu=sample.index,
+                )
+            )
         harmful = [r for r in sample.throttle_reasons or () if r not in BENIGN_THROTTLE and r != "sw power cap"]
         if harmful:
-            out.append(RigWarning("throttle", "warn", f"GPU{sample.index} is slowed down: {', '.join(harmful)}",
-                                  gpu=sample.index))
+            out.append(
+                RigWarning("throttle", "warning", f"GPU{sample.index} is slowed down: {', '.join(harmful)}", gpu=sample.index)
+            )
     return out
 
 
@@ -108,18 +137,34 @@ def static_warnings(info: RigInfo, topology: Topology, env: Mapping[str, str]) -
             out.append(limited)
         inactive = [link.link for link in gpu.nvlinks if not link.active]
         if gpu.active_nvlinks and inactive:
-            out.append(RigWarning("nvlink-inactive", "warn",
-                                  f"GPU{gpu.index}: NVLink {', '.join(map(str, inactive))} inactive while others are up "
-                                  "(bridge seated badly?)", gpu=gpu.index))
+            out.append(
+                RigWarning(
+                    "nvlink-inactive",
+                    "warning",
+                    f"GPU{gpu.index}: NVLink {', '.join(map(str, inactive))} inactive while others are up (bridge seated badly?)",
+                    gpu=gpu.index,
+                )
+            )
         if gpu.persistence_mode is False:
-            out.append(RigWarning("persistence-off", "info",
-                                  f"GPU{gpu.index}: persistence mode off; each vLLM start pays seconds of driver "
-                                  "init (nvidia-smi -pm 1 or nvidia-persistenced)", gpu=gpu.index))
+            out.append(
+                RigWarning(
+                    "persistence-off",
+                    "info",
+                    f"GPU{gpu.index}: persistence mode off; each vLLM start pays seconds of driver "
+                    "init (nvidia-smi -pm 1 or nvidia-persistenced)",
+                    gpu=gpu.index,
+                )
+            )
     verdict = all_reduce_verdict(info, topology)
     if verdict:
         out.append(verdict)
     if len({g.name for g in info.gpus}) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-        out.append(RigWarning("cuda-device-order", "warn",
-                              "mixed GPU models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers the GPUs "
-                              "fastest-first, so vLLM's GPU N may not be nvidia-smi's GPU N"))
+        out.append(
+            RigWarning(
+                "cuda-device-order",
+                "warning",
+                "mixed GPU models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers the GPUs "
+                "fastest-first, so vLLM's GPU N may not be nvidia-smi's GPU N",
+            )
+        )
     return out

@@ -7,6 +7,7 @@ Shipped profiles are never edited in place.
 from __future__ import annotations
 
 import datetime as dt
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.redact import is_secret_env, is_secret_option
-from rigctl.tomlread import tomllib
 
 TABLES = ("vllm", "env", "rigctl")
 SCALARS = ("description", "model", "notes", "extends")
@@ -60,8 +60,9 @@ def _split(key: str) -> tuple[str | None, str]:
 def _editable(store: ProfileStore, name: str) -> Path:
     path = store.path_for(name)
     if store.is_shipped(path):
-        raise BadInputError(f"{name} is a shipped example and is not edited in place; "
-                            f"copy it first: rigctl profile new my-{name} --from {name}")
+        raise BadInputError(
+            f"{name} is a shipped example and is not edited in place; copy it first: rigctl profile new my-{name} --from {name}"
+        )
     return path
 
 
@@ -77,12 +78,10 @@ def holds_secret(text: str) -> bool:
     """Does this profile file itself set a key, token or password?"""
     data = tomllib.loads(text)
     vllm, env = data.get("vllm", {}), data.get("env", {})
-    return any(is_secret_option(k) and not isinstance(v, bool) for k, v in vllm.items()) or any(
-        is_secret_env(k) for k in env)
+    return any(is_secret_option(k) and not isinstance(v, bool) for k, v in vllm.items()) or any(is_secret_env(k) for k in env)
 
 
-def _commit(store: ProfileStore, path: Path, text: str, tables: OptionTables,
-            rig: RigInfo | None) -> list[Diagnostic]:
+def _commit(store: ProfileStore, path: Path, text: str, tables: OptionTables, rig: RigInfo | None) -> list[Diagnostic]:
     """Validate the new text as the resolved profile it would be; write only if clean of errors.
     A new file that holds a secret is created 0600; an existing file keeps its mode (and is
     warned about when others can read the secret now in it)."""
@@ -96,13 +95,19 @@ def _commit(store: ProfileStore, path: Path, text: str, tables: OptionTables,
     write_text_atomic(path, text, mode=mode)
     warnings = [d for d in diagnostics if d.severity != "error"]
     if secret and path.stat().st_mode & 0o077:
-        warnings.append(Diagnostic("warning", f"holds a secret and others can read it (mode "
-                                   f"{path.stat().st_mode & 0o777:o}): chmod 600 {path}", file=str(path)))
+        warnings.append(
+            Diagnostic(
+                "warning",
+                f"holds a secret and others can read it (mode {path.stat().st_mode & 0o777:o}): chmod 600 {path}",
+                file=str(path),
+            )
+        )
     return warnings
 
 
-def set_value(store: ProfileStore, name: str, key: str, raw: str, tables: OptionTables,
-              rig: RigInfo | None = None) -> list[Diagnostic]:
+def set_value(
+    store: ProfileStore, name: str, key: str, raw: str, tables: OptionTables, rig: RigInfo | None = None
+) -> list[Diagnostic]:
     path = _editable(store, name)
     doc = tomlkit.parse(path.read_text())
     section, leaf = _split(key)
@@ -119,8 +124,7 @@ def set_value(store: ProfileStore, name: str, key: str, raw: str, tables: Option
     return _commit(store, path, tomlkit.dumps(doc), tables, rig)
 
 
-def unset_value(store: ProfileStore, name: str, key: str, tables: OptionTables,
-                rig: RigInfo | None = None) -> list[Diagnostic]:
+def unset_value(store: ProfileStore, name: str, key: str, tables: OptionTables, rig: RigInfo | None = None) -> list[Diagnostic]:
     path = _editable(store, name)
     doc = tomlkit.parse(path.read_text())
     section, leaf = _split(key)
@@ -128,15 +132,15 @@ def unset_value(store: ProfileStore, name: str, key: str, tables: OptionTables,
     container = found if isinstance(found, (Container, Table)) else None
     existing = None if container is None else _existing_key(container, leaf, section == "env")
     if existing is None:
-        raise BadInputError(f"{key} is not set in {path}" + (" (it may come from a parent profile)"
-                                                             if section else ""))
+        raise BadInputError(f"{key} is not set in {path}" + (" (it may come from a parent profile)" if section else ""))
     assert container is not None
     del container[existing]
     return _commit(store, path, tomlkit.dumps(doc), tables, rig)
 
 
-def new_profile(store: ProfileStore, name: str, base: str, tables: OptionTables,
-                rig: RigInfo | None = None) -> tuple[Path, list[Diagnostic]]:
+def new_profile(
+    store: ProfileStore, name: str, base: str, tables: OptionTables, rig: RigInfo | None = None
+) -> tuple[Path, list[Diagnostic]]:
     if "/" in name or not name or name.startswith("."):
         raise BadInputError(f"{name!r} is not a profile name (letters, digits, - and _)")
     path = store.user / f"{name}.toml"
@@ -144,8 +148,10 @@ def new_profile(store: ProfileStore, name: str, base: str, tables: OptionTables,
         raise BadInputError(f"{path} already exists")
     parent = store.load(base)  # fails early on a bad base
     today = dt.date.today().isoformat()
-    text = (f"# Created by `rigctl profile new {name} --from {base}` on {today}.\n"
-            f"# Values here override {base} key by key; `rigctl profile show {name}` shows where each comes from.\n"
-            f"description = {tomlkit.string(parent.description or name).as_string()}\n"
-            f"extends = {tomlkit.string(base).as_string()}\n\n[vllm]\n\n[env]\n")
+    text = (
+        f"# Created by `rigctl profile new {name} --from {base}` on {today}.\n"
+        f"# Values here override {base} key by key; `rigctl profile show {name}` shows where each comes from.\n"
+        f"description = {tomlkit.string(parent.description or name).as_string()}\n"
+        f"extends = {tomlkit.string(base).as_string()}\n\n[vllm]\n\n[env]\n"
+    )
     return path, _commit(store, path, text, tables, rig)

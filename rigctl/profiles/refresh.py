@@ -11,8 +11,8 @@ from typing import Any
 
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import RigctlError
-from rigctl.profiles import options as options_module
-from rigctl.profiles.option_kinds import classify_action
+from rigctl.vllm import options as options_module
+from rigctl.vllm.option_kinds import classify_action
 
 # Runs inside the vLLM interpreter; prints the parser's actions as JSON. Kept to APIs that
 # have been stable across releases (FlexibleArgumentParser, ServeSubcommand).
@@ -68,7 +68,10 @@ def probe(python: str, env: dict[str, str] | None = None, timeout: float = 300.0
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RigctlError(f"could not read vLLM's parser with {python}: {last}")
-    return json.loads(done.stdout)
+    table = json.loads(done.stdout)
+    if not isinstance(table, dict):
+        raise RigctlError(f"{python} did not print vLLM's parser as a JSON object")
+    return table
 
 
 def build_table(raw: dict[str, Any]) -> dict[str, Any]:
@@ -77,8 +80,15 @@ def build_table(raw: dict[str, Any]) -> dict[str, Any]:
     for a in raw["actions"]:
         header = f"  {', '.join(a['long'])} {a.get('metavar') or ''}"
         options[a["dest"]] = classify_action(
-            dest=a["dest"], long=a["long"], short=a["short"], action=a["action"], type_name=a["type"],
-            nargs=a["nargs"], choices=a["choices"], default=a["default"], help_text=f"{header}\n{a['help']}",
+            dest=a["dest"],
+            long=a["long"],
+            short=a["short"],
+            action=a["action"],
+            type_name=a["type"],
+            nargs=a["nargs"],
+            choices=a["choices"],
+            default=a["default"],
+            help_text=f"{header}\n{a['help']}",
         )
     return {
         "vllm_version": options_module.release(raw["version"]),

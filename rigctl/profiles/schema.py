@@ -7,19 +7,29 @@ from pathlib import Path
 from typing import Any
 
 from rigctl.errors import BadInputError, one_line
+from rigctl.severity import Severity
 
 TOP_LEVEL_KEYS = ("description", "extends", "model", "notes", "vllm", "env", "rigctl", "verify")
 VERIFY_KEYS = ("chat", "tools", "min_context", "requests", "timeout_s")  # as config.toml's [verify]
 RIGCTL_KEYS = ("boot_timeout", "vllm_command")
 
 # The knobs every display shows first, in this order.
-FIRST_CLASS = ("tensor_parallel_size", "data_parallel_size", "quantization", "max_model_len", "max_num_seqs",
-               "async_scheduling", "speculative_config", "kv_cache_dtype", "gpu_memory_utilization")
+FIRST_CLASS = (
+    "tensor_parallel_size",
+    "data_parallel_size",
+    "quantization",
+    "max_model_len",
+    "max_num_seqs",
+    "async_scheduling",
+    "speculative_config",
+    "kv_cache_dtype",
+    "gpu_memory_utilization",
+)
 
 
 @dataclass(frozen=True)
 class Diagnostic:
-    severity: str  # "error" | "warning"
+    severity: Severity
     message: str
     key: str | None = None
     file: str | None = None
@@ -77,7 +87,7 @@ class Profile:
     def origin(self, dotted: str) -> Origin | None:
         return self.origins.get(dotted)
 
-    def diagnostic(self, severity: str, dotted: str | None, message: str) -> Diagnostic:
+    def diagnostic(self, severity: Severity, dotted: str | None, message: str) -> Diagnostic:
         """A diagnostic pointing at where `dotted` (e.g. "vllm.max_num_seq") was written."""
         origin = self.origins.get(dotted) if dotted else None
         path = origin.path if origin else self.path

@@ -9,14 +9,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from rigctl.profiles.options import (
+from rigctl.profiles.schema import Diagnostic, Profile
+from rigctl.vllm.options import (
     REMOVED,
     OptionTable,
     VllmOption,
     parse_human_int,
     versions_having,
 )
-from rigctl.profiles.schema import Diagnostic, Profile
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,10 @@ def not_one_of(text: str, values: tuple[str, ...], where: str = "") -> str:
     return f"{text!r} is not one of {shown}{where}{hint}"
 
 
-def resolve_settings(profile: Profile, table: OptionTable) -> tuple[dict[str, Setting], list[Diagnostic]]:
+ResolvedSettings = dict[str, Setting]  # a profile's [vllm] keys resolved to vLLM's options, by dest
+
+
+def resolve_settings(profile: Profile, table: OptionTable) -> tuple[ResolvedSettings, list[Diagnostic]]:
     """[vllm] keys -> their options, with every unknown, removed or duplicated key reported."""
     settings: dict[str, Setting] = {}
     problems: list[Diagnostic] = []
@@ -114,8 +117,11 @@ def resolve_settings(profile: Profile, table: OptionTable) -> tuple[dict[str, Se
         dotted = f"vllm.{key}"
         norm = key.replace("-", "_")
         if norm in ("model", "model_tag"):
-            problems.append(profile.diagnostic("error", dotted, "set the top-level `model` key instead "
-                                               "(vllm serve takes the model as its positional argument)"))
+            problems.append(
+                profile.diagnostic(
+                    "error", dotted, "set the top-level `model` key instead (vllm serve takes the model as its positional argument)"
+                )
+            )
             continue
         if norm in REMOVED and table.resolve(norm) is None:
             version, hint = REMOVED[norm]
@@ -148,5 +154,7 @@ def resolve_settings(profile: Profile, table: OptionTable) -> tuple[dict[str, Se
 
 
 def gpus_needed(settings: dict[str, Setting]) -> int:
-    return math.prod(int(settings[d].value) if d in settings else 1
-                     for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
+    return math.prod(
+        int(settings[d].value) if d in settings else 1
+        for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    )

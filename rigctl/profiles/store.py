@@ -8,6 +8,7 @@ the same name (that is how a shipped base is customised).
 from __future__ import annotations
 
 import difflib
+import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -16,7 +17,6 @@ from typing import Any
 from rigctl import paths
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
-from rigctl.profiles.options import load_option_table
 from rigctl.profiles.schema import (
     RIGCTL_KEYS,
     TOP_LEVEL_KEYS,
@@ -26,7 +26,7 @@ from rigctl.profiles.schema import (
     ProfileError,
 )
 from rigctl.toml_lines import key_lines
-from rigctl.tomlread import tomllib
+from rigctl.vllm.options import load_option_table
 
 
 def shipped_dir() -> Path:
@@ -60,7 +60,8 @@ PROFILE_LIMIT = 1024 * 1024  # a profile is a few hundred bytes; a megabyte is n
 
 def parse_toml(path: Path, text: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(text)
+        parsed: dict[str, Any] = tomllib.loads(text)
+        return parsed
     except RecursionError:
         raise ProfileError([Diagnostic("error", "invalid TOML: nested too deep", file=str(path))]) from None
     except tomllib.TOMLDecodeError as exc:
@@ -113,8 +114,9 @@ class ProfileStore:
     def layer(self, path: Path) -> Layer:
         override = self._overrides.get(path.resolve())
         text = override if override is not None else read_input_text(path, PROFILE_LIMIT, "profile")
-        return Layer(name=path.stem, path=path, shipped=self.is_shipped(path), text=text,
-                     data=parse_toml(path, text), lines=key_lines(text))
+        return Layer(
+            name=path.stem, path=path, shipped=self.is_shipped(path), text=text, data=parse_toml(path, text), lines=key_lines(text)
+        )
 
     # -- resolving -----------------------------------------------------------------
 
@@ -142,20 +144,18 @@ class ProfileStore:
             line = current.lines.get(("extends",))
             names = " -> ".join([*(layer.name for layer in chain), str(parent)])
             if not isinstance(parent, str) or not parent:
-                raise ProfileError([Diagnostic("error", "must be the name of another profile", "extends",
-                                               str(current.path), line)])
+                raise ProfileError([Diagnostic("error", "must be the name of another profile", "extends", str(current.path), line)])
             # A user profile extending its own name customises the shipped one.
             skip_user = parent == current.name and not current.shipped
             try:
                 by_path = parent.endswith(".toml") or "/" in parent
-                path = self.path_for(parent, skip_user=skip_user,
-                                     relative_to=current.path.parent if by_path else None)
+                path = self.path_for(parent, skip_user=skip_user, relative_to=current.path.parent if by_path else None)
             except BadInputError as exc:
-                raise ProfileError([Diagnostic("error", f"missing parent in {names}: {exc}", "extends",
-                                               str(current.path), line)]) from exc
+                raise ProfileError(
+                    [Diagnostic("error", f"missing parent in {names}: {exc}", "extends", str(current.path), line)]
+                ) from exc
             if path.resolve() in seen:
-                raise ProfileError([Diagnostic("error", f"extends cycle: {names}", "extends",
-                                               str(current.path), line)])
+                raise ProfileError([Diagnostic("error", f"extends cycle: {names}", "extends", str(current.path), line)])
             seen.add(path.resolve())
             chain.append(self.layer(path))
 
@@ -180,11 +180,17 @@ class ProfileStore:
                     origins[key] = Origin(layer.path, layer.lines.get((key,)), layer.name)
         first = chain[0]
         return Profile(
-            name=first.name, path=first.path, shipped=first.shipped,
+            name=first.name,
+            path=first.path,
+            shipped=first.shipped,
             description=str(scalars.get("description", "")),
             model=scalars.get("model") if isinstance(scalars.get("model"), str) else None,
-            vllm=tables["vllm"], env=tables["env"], rigctl=tables["rigctl"],
-            chain=tuple(layer.name for layer in chain), verify=tables["verify"], origins=origins,
+            vllm=tables["vllm"],
+            env=tables["env"],
+            rigctl=tables["rigctl"],
+            chain=tuple(layer.name for layer in chain),
+            verify=tables["verify"],
+            origins=origins,
             load_diagnostics=tuple(diagnostics),
         )
 
@@ -209,6 +215,13 @@ def _shape_errors(layer: Layer) -> list[Diagnostic]:
             out.append(Diagnostic("error", "must be a string", key, str(layer.path), line))
     for key in layer.data.get("rigctl", {}) if isinstance(layer.data.get("rigctl"), dict) else ():
         if key not in RIGCTL_KEYS:
-            out.append(Diagnostic("error", f"not a rigctl setting (allowed: {', '.join(RIGCTL_KEYS)})", key,
-                                  str(layer.path), layer.lines.get(("rigctl", key))))
+            out.append(
+                Diagnostic(
+                    "error",
+                    f"not a rigctl setting (allowed: {', '.join(RIGCTL_KEYS)})",
+                    key,
+                    str(layer.path),
+                    layer.lines.get(("rigctl", key)),
+                )
+            )
     return out

@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rigctl.profiles.options import OptionTable, parse_human_int
 from rigctl.profiles.schema import Profile
 from rigctl.profiles.settings import resolve_settings
 from rigctl.profiles.vllm_args import LaunchSpec
+from rigctl.vllm.options import OptionTable, parse_human_int
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,15 @@ def knobs(profile: Profile, table: OptionTable) -> Knobs:
     max_len = get("max_model_len")
     parsed = parse_human_int(max_len)
     return Knobs(
-        tp=int(get("tensor_parallel_size", 1)), dp=int(get("data_parallel_size", 1)),
-        pp=int(get("pipeline_parallel_size", 1)), quantization=get("quantization"),
-        max_model_len=parsed if parsed is not None else max_len, max_num_seqs=get("max_num_seqs"),
-        async_scheduling=get("async_scheduling"), mtp=mtp, kv_cache_dtype=get("kv_cache_dtype"),
+        tp=int(get("tensor_parallel_size", 1)),
+        dp=int(get("data_parallel_size", 1)),
+        pp=int(get("pipeline_parallel_size", 1)),
+        quantization=get("quantization"),
+        max_model_len=parsed if parsed is not None else max_len,
+        max_num_seqs=get("max_num_seqs"),
+        async_scheduling=get("async_scheduling"),
+        mtp=mtp,
+        kv_cache_dtype=get("kv_cache_dtype"),
     )
 
 
@@ -73,6 +78,7 @@ class Change:
 
     def __str__(self) -> str:
         """`--async-scheduling: (unset) -> (set)`: a bare switch's value is "", not absent."""
+
         def side(value: str | None) -> str:
             return "(unset)" if value is None else (value or "(set)")
 
@@ -101,8 +107,8 @@ def launch_diff(a: LaunchSpec, b: LaunchSpec) -> list[Change]:
     model_a, model_b = a.argv[a.argv.index("serve") + 1], b.argv[b.argv.index("serve") + 1]
     if model_a != model_b:
         changes.append(Change("model", model_a, model_b))
-    flags_a = _by_flag(a.redacted_argv()[a.argv.index("serve") + 2:])
-    flags_b = _by_flag(b.redacted_argv()[b.argv.index("serve") + 2:])
+    flags_a = _by_flag(a.redacted_argv()[a.argv.index("serve") + 2 :])
+    flags_b = _by_flag(b.redacted_argv()[b.argv.index("serve") + 2 :])
     for flag in sorted(set(flags_a) | set(flags_b)):
         if flags_a.get(flag) != flags_b.get(flag):
             changes.append(Change(flag, flags_a.get(flag), flags_b.get(flag)))
@@ -111,4 +117,3 @@ def launch_diff(a: LaunchSpec, b: LaunchSpec) -> list[Change]:
         if env_a.get(key) != env_b.get(key):
             changes.append(Change(f"env {key}", env_a.get(key), env_b.get(key)))
     return changes
-

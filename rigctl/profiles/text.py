@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 from rigctl import fmt
-from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import FIRST_CLASS, Diagnostic, Profile
 from rigctl.profiles.summary import Knobs, knobs
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.redact import REDACTED, is_secret_env, is_secret_option
+from rigctl.vllm.options import OptionTable
 
 COLUMNS = ("", "name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
 

@@ -12,14 +12,14 @@ from typing import Any
 
 from rigctl.gpu.model import RigInfo
 from rigctl.profiles.lints import lint
-from rigctl.profiles.options import (
+from rigctl.profiles.schema import VERIFY_KEYS, Diagnostic, Profile
+from rigctl.profiles.settings import ResolvedSettings, Setting, gpus_needed, not_one_of, resolve_settings
+from rigctl.vllm.options import (
     MTP_ALIASES,
     SPEC_METHODS,
     OptionTable,
     parse_human_int,
 )
-from rigctl.profiles.schema import VERIFY_KEYS, Diagnostic, Profile
-from rigctl.profiles.settings import Setting, gpus_needed, not_one_of, resolve_settings
 
 
 def _ranges(profile: Profile, settings: dict[str, Setting]) -> list[Diagnostic]:
@@ -31,8 +31,14 @@ def _ranges(profile: Profile, settings: dict[str, Setting]) -> list[Diagnostic]:
     gmu = settings.get("gpu_memory_utilization")
     if gmu and not (0 < float(gmu.value) <= 1):
         bad("gpu_memory_utilization", "must be in (0, 1]: a fraction of each GPU's memory")
-    for dest in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
-                 "api_server_count", "block_size"):
+    for dest in (
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "max_num_seqs",
+        "api_server_count",
+        "block_size",
+    ):
         if dest in settings and settings[dest].value < 1:
             bad(dest, "must be at least 1")
     port = settings.get("port")
@@ -48,9 +54,9 @@ def _ranges(profile: Profile, settings: dict[str, Setting]) -> list[Diagnostic]:
         config = json.loads(spec.value) if isinstance(spec.value, str) else spec.value
         method = config.get("method") if isinstance(config, dict) else None
         if not isinstance(config, dict):
-            bad("speculative_config", "must be a table such as { method = \"mtp\", num_speculative_tokens = 3 }")
+            bad("speculative_config", 'must be a table such as { method = "mtp", num_speculative_tokens = 3 }')
         elif method is None and "model" not in config:
-            bad("speculative_config", "needs a method (e.g. \"mtp\") or a draft model")
+            bad("speculative_config", 'needs a method (e.g. "mtp") or a draft model')
         elif method is not None and method not in SPEC_METHODS:
             bad("speculative_config", not_one_of(str(method), tuple(sorted(SPEC_METHODS - MTP_ALIASES))))
         else:
@@ -64,12 +70,13 @@ def _against_rig(profile: Profile, settings: dict[str, Setting], rig: RigInfo) -
     needed = gpus_needed(settings)
     if needed <= len(rig.gpus):
         return []
-    parts = " x ".join(f"{d} {settings[d].value}" for d in
-                       ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size") if d in settings)
-    key = next(settings[d].key for d in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size")
-               if d in settings)
-    return [profile.diagnostic("error", f"vllm.{key}",
-                               f"{parts} needs {needed} GPUs; the rig ({rig.backend}) has {len(rig.gpus)}")]
+    parts = " x ".join(
+        f"{d} {settings[d].value}"
+        for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+        if d in settings
+    )
+    key = next(settings[d].key for d in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size") if d in settings)
+    return [profile.diagnostic("error", f"vllm.{key}", f"{parts} needs {needed} GPUs; the rig ({rig.backend}) has {len(rig.gpus)}")]
 
 
 def _env(profile: Profile) -> list[Diagnostic]:
@@ -88,10 +95,15 @@ def _rigctl_table(profile: Profile) -> list[Diagnostic]:
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         out.append(profile.diagnostic("error", "rigctl.boot_timeout", "must be a positive number of seconds"))
     command = profile.rigctl.get("vllm_command")
-    if command is not None and not ((isinstance(command, str) and command.strip()) or (
-            isinstance(command, list) and command and all(isinstance(c, str) and c for c in command))):
-        out.append(profile.diagnostic("error", "rigctl.vllm_command",
-                                      'must be a command: a list of strings such as ["/opt/vllm/bin/vllm"]'))
+    if command is not None and not (
+        (isinstance(command, str) and command.strip())
+        or (isinstance(command, list) and command and all(isinstance(c, str) and c for c in command))
+    ):
+        out.append(
+            profile.diagnostic(
+                "error", "rigctl.vllm_command", 'must be a command: a list of strings such as ["/opt/vllm/bin/vllm"]'
+            )
+        )
     return out
 
 
@@ -112,8 +124,7 @@ def verify_table_problems(profile: Profile) -> list[Diagnostic]:
     out = []
     for key, value in profile.verify.items():
         if key not in VERIFY_KEYS:
-            out.append(profile.diagnostic("error", f"verify.{key}", f"not a verify setting (allowed: "
-                                          f"{', '.join(VERIFY_KEYS)})"))
+            out.append(profile.diagnostic("error", f"verify.{key}", f"not a verify setting (allowed: {', '.join(VERIFY_KEYS)})"))
         elif (problem := _check_value(key, value)) is not None:
             out.append(profile.diagnostic("error", f"verify.{key}", problem))
     return out
@@ -121,14 +132,18 @@ def verify_table_problems(profile: Profile) -> list[Diagnostic]:
 
 def validate(profile: Profile, table: OptionTable, rig: RigInfo | None = None) -> list[Diagnostic]:
     """Errors first, then warnings; empty when the profile is clean."""
+    return validated(profile, table, rig)[1]
+
+
+def validated(profile: Profile, table: OptionTable, rig: RigInfo | None = None) -> tuple[ResolvedSettings, list[Diagnostic]]:
+    """The profile's [vllm] keys resolved against `table`, and its diagnostics (errors first, then
+    warnings): one pass, for the checked profile to carry both."""
     settings, problems = resolve_settings(profile, table)
-    errors = list(profile.load_diagnostics) + problems + _env(profile) + _rigctl_table(profile) + \
-        verify_table_problems(profile)
+    errors = list(profile.load_diagnostics) + problems + _env(profile) + _rigctl_table(profile) + verify_table_problems(profile)
     if not profile.model:
         errors.append(profile.diagnostic("error", "model", "missing: the model (Hugging Face id or path) to serve"))
     errors += _ranges(profile, settings)
     if rig is not None:
         errors += _against_rig(profile, settings, rig)
     errors.sort(key=lambda d: (d.file or "", d.line or 0))
-    return errors + lint(profile, settings, rig)
-
+    return settings, errors + lint(profile, settings, rig)

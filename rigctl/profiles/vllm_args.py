@@ -13,10 +13,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from rigctl.profiles.options import OptionTable, VllmOption
 from rigctl.profiles.schema import FIRST_CLASS, Profile, ProfileError
-from rigctl.profiles.settings import resolve_settings
-from rigctl.profiles.validate import validate
+from rigctl.profiles.settings import ResolvedSettings
+from rigctl.profiles.validate import validated
 from rigctl.redact import (
     REDACTED,
     is_secret_env,
@@ -24,6 +23,7 @@ from rigctl.redact import (
     redact_argv,
     redact_env,
 )
+from rigctl.vllm.options import OptionTable, VllmOption
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -47,9 +47,6 @@ class LaunchSpec:
 
     def redacted_env(self) -> dict[str, str]:
         return redact_env(self.env)
-
-    def with_argv(self, argv: tuple[str, ...]) -> LaunchSpec:
-        return LaunchSpec(argv, self.env, self.host, self.port, self.served_names, self.secret_values)
 
     def display(self) -> str:
         """A line a user could paste into a shell (quoted for display, secrets redacted)."""
@@ -100,10 +97,16 @@ def profile_command(profile: Profile) -> tuple[str, ...] | None:
 def render(profile: Profile, table: OptionTable, vllm_command: tuple[str, ...] = ("vllm",)) -> LaunchSpec:
     """The launch of a valid profile; ProfileError (every error at once) otherwise. The program
     is the profile's own `[rigctl] vllm_command`, else `vllm_command` (config or simulator)."""
-    errors = [d for d in validate(profile, table) if d.severity == "error"]
+    settings, diagnostics = validated(profile, table)
+    errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         raise ProfileError(errors)
-    settings, _ = resolve_settings(profile, table)
+    return launch(profile, settings, vllm_command)
+
+
+def launch(profile: Profile, settings: ResolvedSettings, vllm_command: tuple[str, ...] = ("vllm",)) -> LaunchSpec:
+    """The launch of a profile whose settings were resolved and found without error (render, or
+    the checked profile, which resolved them once)."""
     order = [d for d in FIRST_CLASS if d in settings] + sorted(d for d in settings if d not in FIRST_CLASS)
     argv: list[str] = [*(profile_command(profile) or vllm_command), "serve", str(profile.model)]
     secrets: list[str] = []
@@ -124,6 +127,11 @@ def render(profile: Profile, table: OptionTable, vllm_command: tuple[str, ...] =
     names = settings["served_model_name"].value if "served_model_name" in settings else [profile.model]
     env = dict(sorted(env.items()))
     secrets += [v for k, v in env.items() if is_secret_env(k)]
-    return LaunchSpec(argv=tuple(argv), env=env, host=host, port=port,
-                      served_names=tuple(str(n) for n in (names if isinstance(names, list) else [names])),
-                      secret_values=tuple(secrets))
+    return LaunchSpec(
+        argv=tuple(argv),
+        env=env,
+        host=host,
+        port=port,
+        served_names=tuple(str(n) for n in (names if isinstance(names, list) else [names])),
+        secret_values=tuple(secrets),
+    )

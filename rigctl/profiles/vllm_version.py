@@ -19,9 +19,9 @@ from pathlib import Path
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.files import read_own
-from rigctl.profiles.options import TableChoice, table_for
 from rigctl.profiles.schema import Profile
 from rigctl.profiles.vllm_args import profile_command
+from rigctl.vllm.options import TableChoice, table_for
 
 _VERSION = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?(?:[.\w+-]*)?)$")
 
@@ -71,8 +71,7 @@ def command_version(command: Sequence[str], cached_only: bool = False, timeout: 
     if key in cache or cached_only:
         return cache.get(key)
     try:
-        done = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     version = parse_version(done.stdout) if done.returncode == 0 else None

@@ -23,8 +23,9 @@ LOOK_BACK_S = 7 * 86400
 
 
 class BackgroundRecorder:
-    def __init__(self, settings: Settings, on_regression: Callable[[Regression], None],
-                 on_note: Callable[[str], None] = lambda text: None) -> None:
+    def __init__(
+        self, settings: Settings, on_regression: Callable[[Regression], None], on_note: Callable[[str], None] = lambda text: None
+    ) -> None:
         """`on_note`: trouble with the record, said once while it lasts (called from its thread)."""
         self.settings, self.on_regression, self.on_note = settings, on_regression, on_note
         self._stop = threading.Event()

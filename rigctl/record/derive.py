@@ -91,8 +91,10 @@ def figures(rows: Sequence[Row], name: str, limits: Thresholds = Thresholds()) -
         timing = merge_timings(r.timings[key] for r in rows if key in r.timings)
         if timing is None and key == "tpot":  # before 0.11 only the per-token gap was kept
             timing = merge_timings(r.timings["itl"] for r in rows if "itl" in r.timings)
-        latency[label] = {"mean": _ratio(timing.sum, timing.count) if timing else None,
-                          "p95": quantile(timing, 0.95) if timing else None}
+        latency[label] = {
+            "mean": _ratio(timing.sum, timing.count) if timing else None,
+            "p95": quantile(timing, 0.95) if timing else None,
+        }
     pools = [r.pool_tokens for r in rows if r.pool_tokens]
     pool = max(pools) if pools else None
     peaks = [r.kv_usage_max * r.pool_tokens for r in rows if r.kv_usage_max is not None and r.pool_tokens]
@@ -110,18 +112,30 @@ def figures(rows: Sequence[Row], name: str, limits: Thresholds = Thresholds()) -
     if warm_q < limits.min_prefix_queries:
         low.append("prefix_hit_rate_warm")
     return ServedFigures(
-        profile=name, boots=tuple(boots), first=rows[0].ts - rows[0].seconds if rows else 0.0,
-        last=rows[-1].ts if rows else 0.0, hours_served=sum(r.seconds for r in rows) / 3600, requests=requests,
-        pool_tokens=pool, peak_resident_tokens=peak,
+        profile=name,
+        boots=tuple(boots),
+        first=rows[0].ts - rows[0].seconds if rows else 0.0,
+        last=rows[-1].ts if rows else 0.0,
+        hours_served=sum(r.seconds for r in rows) / 3600,
+        requests=requests,
+        pool_tokens=pool,
+        peak_resident_tokens=peak,
         peak_resident_share=(peak / pool) if peak is not None and pool else None,
-        preemptions=sum(r.counts.get("preemptions", 0.0) for r in rows), prefix_queries=queries,
-        prefix_hits=hits, prefix_hit_rate=_ratio(hits, queries), prefix_hit_rate_warm=_ratio(warm_h, warm_q),
+        preemptions=sum(r.counts.get("preemptions", 0.0) for r in rows),
+        prefix_queries=queries,
+        prefix_hits=hits,
+        prefix_hit_rate=_ratio(hits, queries),
+        prefix_hit_rate_warm=_ratio(warm_h, warm_q),
         truncated=sum(r.finished.get("length", 0.0) for r in rows),
         aborted=sum(r.finished.get("abort", 0.0) for r in rows),
-        errors=sum(r.finished.get("error", 0.0) for r in rows), latency=latency,
+        errors=sum(r.finished.get("error", 0.0) for r in rows),
+        latency=latency,
         mean_power_w=_ratio(energy, metered_s) if metered else None,
-        j_per_token=_ratio(energy, generated_metered) if metered else None, generation_tokens=generated,
-        cold_cache=queries == 0 and hits == 0, low_traffic=tuple(low))
+        j_per_token=_ratio(energy, generated_metered) if metered else None,
+        generation_tokens=generated,
+        cold_cache=queries == 0 and hits == 0,
+        low_traffic=tuple(low),
+    )
 
 
 def _warm_rows(rows: Iterable[Row], warmup_s: float) -> Iterable[Row]:
@@ -135,8 +149,9 @@ def _warm_rows(rows: Iterable[Row], warmup_s: float) -> Iterable[Row]:
             yield row
 
 
-def by_profile(rows: Sequence[Row], profiles: Sequence[str] | None = None,
-               limits: Thresholds = Thresholds()) -> list[ServedFigures]:
+def by_profile(
+    rows: Sequence[Row], profiles: Sequence[str] | None = None, limits: Thresholds = Thresholds()
+) -> list[ServedFigures]:
     """One column per profile, in the order asked (else the order they first served)."""
     order = list(profiles) if profiles else list(dict.fromkeys(r.profile for r in rows))
     out = [figures([r for r in rows if r.profile == name], name, limits) for name in order]
@@ -173,9 +188,11 @@ class Regression:
         return self.previous_rate - self.current_rate
 
     def describe(self) -> str:
-        return (f"prefix hit rate fell from {self.previous_rate:.1%} ({self.previous}) to {self.current_rate:.1%} "
-                f"({self.current}) since the switch: {self.points * 100:.1f} points over "
-                f"{self.current_queries:,.0f} queried tokens")
+        return (
+            f"prefix hit rate fell from {self.previous_rate:.1%} ({self.previous}) to {self.current_rate:.1%} "
+            f"({self.current}) since the switch: {self.points * 100:.1f} points over "
+            f"{self.current_queries:,.0f} queried tokens"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "points": self.points}
@@ -225,6 +242,8 @@ def current_regression(rows: Sequence[Row], boot: str, limits: Thresholds = Thre
 
 def thresholds_of(settings: object) -> Thresholds:
     """From rigctl's settings ([record] warmup_s, min_prefix_queries, regression_points)."""
-    return Thresholds(getattr(settings, "record_warmup", WARMUP_S),
-                      getattr(settings, "record_min_prefix_queries", MIN_PREFIX_QUERIES),
-                      getattr(settings, "record_regression_points", REGRESSION_POINTS))
+    return Thresholds(
+        getattr(settings, "record_warmup", WARMUP_S),
+        getattr(settings, "record_min_prefix_queries", MIN_PREFIX_QUERIES),
+        getattr(settings, "record_regression_points", REGRESSION_POINTS),
+    )

@@ -31,8 +31,13 @@ KEEP_LABELS = ("le", "finished_reason", "engine", "model_name")
 def _names() -> list[str]:
     names = [n for names in COUNTERS.values() for n in names]
     names += [f"{n}{part}" for names in HISTOGRAMS.values() for n in names for part in ("_bucket", "_sum", "_count")]
-    names += ["request_success_total", "num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
-              "gpu_cache_usage_perc"]
+    names += [
+        "request_success_total",
+        "num_requests_running",
+        "num_requests_waiting",
+        "kv_cache_usage_perc",
+        "gpu_cache_usage_perc",
+    ]
     return names
 
 
@@ -67,7 +72,7 @@ def range_result(body: Any, where: str) -> list[Series]:
                 t, value = point
                 points.append((float(t), float(value)))
             except (TypeError, ValueError) as exc:
-                raise RigctlError(f"{where}: a sample is {str(point)[:40]}, not [time, \"number\"]") from exc
+                raise RigctlError(f'{where}: a sample is {str(point)[:40]}, not [time, "number"]') from exc
         if not all(math.isfinite(t) for t, _ in points):
             raise RigctlError(f"{where}: a sample's time is not a finite number")
         out.append(({str(k): str(v) for k, v in metric.items()}, points))
@@ -88,13 +93,18 @@ class PrometheusSource:
         chunks: list[bytes] = []
         size = 0
         try:
-            with httpx.stream("GET", f"{self.url}/api/v1/query_range", timeout=self.timeout,
-                              params={"query": query, "start": start, "end": end, "step": step}) as answer:
+            with httpx.stream(
+                "GET",
+                f"{self.url}/api/v1/query_range",
+                timeout=self.timeout,
+                params={"query": query, "start": start, "end": end, "step": step},
+            ) as answer:
                 for chunk in answer.iter_bytes():
                     size += len(chunk)
                     if size > ANSWER_LIMIT:
-                        raise RigctlError(f"{where}: the answer is larger than {ANSWER_LIMIT // 2**20} MiB; ask for "
-                                          f"a shorter --since")
+                        raise RigctlError(
+                            f"{where}: the answer is larger than {ANSWER_LIMIT // 2**20} MiB; ask for a shorter --since"
+                        )
                     if time.monotonic() > deadline:
                         raise RigctlError(f"{where}: no complete answer within {self.timeout:g} s")
                     chunks.append(chunk)
@@ -120,8 +130,7 @@ class PrometheusSource:
         return rows_of(series, energy, step, boots)
 
 
-def rows_of(series: list[Series], energy_series: list[Series], step: float,
-            boots: list[tuple[float, str]]) -> list[Row]:
+def rows_of(series: list[Series], energy_series: list[Series], step: float, boots: list[tuple[float, str]]) -> list[Row]:
     """The record's rows from checked range series: each step's samples put back together as a
     scrape and read by the code that reads a live /metrics."""
     energy = {t: v for _, points in energy_series for t, v in points if math.isfinite(v)}
@@ -143,9 +152,20 @@ def rows_of(series: list[Series], energy_series: list[Series], step: float,
         joules = None
         if before_t in energy and after_t in energy and energy[after_t] >= energy[before_t]:
             joules = (energy[after_t] - energy[before_t]) / 1000
-        out.append(interval(before, after, profile, boot, seconds=after_t - before_t, kv_usage_max=used,
-                            kv_usage_seconds=(used or 0.0) * (after_t - before_t), running_max=after.running,
-                            waiting_max=after.waiting, energy_j=joules))
+        out.append(
+            interval(
+                before,
+                after,
+                profile,
+                boot,
+                seconds=after_t - before_t,
+                kv_usage_max=used,
+                kv_usage_seconds=(used or 0.0) * (after_t - before_t),
+                running_max=after.running,
+                waiting_max=after.waiting,
+                energy_j=joules,
+            )
+        )
     return out
 
 

@@ -30,8 +30,10 @@ from rigctl.serve.statefiles import ServerRecord, read_record
 
 COMPACT_EVERY_S = 3600
 PENDING_ROWS = 8640  # rows kept in memory while the record cannot be written: a day at 10 s, ~10 MB
-GAUGE_NAMES = frozenset(P + n for n in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
-                                        "gpu_cache_usage_perc", "cache_config_info"))
+GAUGE_NAMES = frozenset(
+    P + n
+    for n in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "gpu_cache_usage_perc", "cache_config_info")
+)
 
 
 def boot_key(record: ServerRecord) -> str:
@@ -40,6 +42,8 @@ def boot_key(record: ServerRecord) -> str:
 
 
 LIVE_EVERY_S = 2.0
+
+
 def tagged_boot(record: ServerRecord, live: LiveBench | None) -> str:
     """The boot's key, tagged as bench traffic when a running bench started this server (each arm
     is a fresh boot after the bench's mark was written; the server serving before it is not)."""
@@ -59,8 +63,7 @@ class BenchTags:
         self._seen: LiveBench | None = None
         self._server = ""
 
-    def observation(self, record: ServerRecord, snapshot: EngineSnapshot,
-                    read_energy: Callable[[], float | None]) -> Observation:
+    def observation(self, record: ServerRecord, snapshot: EngineSnapshot, read_energy: Callable[[], float | None]) -> Observation:
         now, server = time.monotonic(), boot_key(record)
         if now - self._read >= LIVE_EVERY_S or server != self._server:  # a new boot reads it afresh
             self._read, self._seen, self._server = now, read_live(), server
@@ -72,7 +75,7 @@ def held_energy(rig: RigSnapshot | None, pid: int | None) -> float | None:
     when one of them does not say."""
     if rig is None:
         return None
-    held = set(serving_gpus(rig, pid))
+    held = set(serving_gpus(rig.samples, pid))
     readings = [s.energy_j for s in rig.samples if s.index in held]
     return sum(r for r in readings if r is not None) if readings and None not in readings else None
 
@@ -138,13 +141,13 @@ class ServingSource:
         except (EngineHTTPError, ExpositionError):
             return None
         if not snap.is_vllm:
-            self.notes.trouble("exposition", f"{record.base_url}/metrics answered, but not with vLLM's metrics: "
-                                             f"nothing is recorded while it does")
+            self.notes.trouble(
+                "exposition", f"{record.base_url}/metrics answered, but not with vLLM's metrics: nothing is recorded while it does"
+            )
             return None
         self.notes.passed("exposition", f"{record.base_url}/metrics answers with vLLM's metrics again")
         sampler = self.sampler
-        return self._tags.observation(record, snap,
-                                      lambda: held_energy(sampler.snapshot(), record.pid) if sampler else None)
+        return self._tags.observation(record, snap, lambda: held_energy(sampler.snapshot(), record.pid) if sampler else None)
 
     def close(self) -> None:
         if self._client is not None:
@@ -185,8 +188,13 @@ class Recorder:
     did not answer); headless, `run` polls a ServingSource five times an interval, in the TUI
     the dashboard's own engine poll feeds it (rigctl/record/background.py)."""
 
-    def __init__(self, writer: RecordWriter, interval_s: float = 10.0,
-                 on_row: Callable[[Row], None] = lambda row: None, notes: Notes | None = None) -> None:
+    def __init__(
+        self,
+        writer: RecordWriter,
+        interval_s: float = 10.0,
+        on_row: Callable[[Row], None] = lambda row: None,
+        notes: Notes | None = None,
+    ) -> None:
         self.writer, self.interval_s, self.on_row = writer, interval_s, on_row
         self.notes = notes or Notes(lambda text: None)
         self.rows_written = 0
@@ -239,8 +247,9 @@ class Recorder:
             self._current = _Interval(seen, ended, energy, last_gauge=ended)
         elif seen.boot != current.begin.boot:
             # a new boot while we watched: count it from its start, not from our first sight of it
-            self._current = _Interval(Observation(seen.profile, seen.boot, _empty(seen.snapshot)), time.monotonic(),
-                                      seen.read_energy())
+            self._current = _Interval(
+                Observation(seen.profile, seen.boot, _empty(seen.snapshot)), time.monotonic(), seen.read_energy()
+            )
             self._current.gauge(seen.snapshot)
         else:
             current.gauge(seen.snapshot)
@@ -263,10 +272,18 @@ class Recorder:
         energy = None
         if span.energy_j is not None and energy_now is not None and energy_now >= span.energy_j:
             energy = energy_now - span.energy_j
-        row = interval(span.begin.snapshot, end.snapshot, end.profile, end.boot,
-                       seconds=ended - span.started, kv_usage_max=span.kv_max,
-                       kv_usage_seconds=span.kv_seconds, running_max=span.running_max,
-                       waiting_max=span.waiting_max, energy_j=energy)
+        row = interval(
+            span.begin.snapshot,
+            end.snapshot,
+            end.profile,
+            end.boot,
+            seconds=ended - span.started,
+            kv_usage_max=span.kv_max,
+            kv_usage_seconds=span.kv_seconds,
+            running_max=span.running_max,
+            waiting_max=span.waiting_max,
+            energy_j=energy,
+        )
         if len(self._pending) == self._pending.maxlen:
             self.dropped += 1
         self._pending.append(row)
@@ -282,11 +299,13 @@ class Recorder:
             except RecordTrouble as exc:
                 if not exc.passing:
                     raise
-                self.notes.trouble("write", f"{exc}; rows are kept in memory (up to {PENDING_ROWS}) and written "
-                                            f"when it passes")
+                self.notes.trouble("write", f"{exc}; rows are kept in memory (up to {PENDING_ROWS}) and written when it passes")
                 return
             self._pending.popleft()
             self.rows_written += 1
             self.on_row(row)
-        self.notes.passed("write", f"the record is written again ({self.writer.path})"
-                          + (f"; {self.dropped} rows were lost while it could not be" if self.dropped else ""))
+        self.notes.passed(
+            "write",
+            f"the record is written again ({self.writer.path})"
+            + (f"; {self.dropped} rows were lost while it could not be" if self.dropped else ""),
+        )

@@ -21,7 +21,7 @@ def bench_plan_of(boot: str) -> str | None:
     """The plan whose bench a row's boot was, or None for real use."""
     if not boot.startswith(BENCH_TAG):
         return None
-    return boot[len(BENCH_TAG):].rsplit(":", 1)[0]
+    return boot[len(BENCH_TAG) :].rsplit(":", 1)[0]
 
 
 @dataclass(slots=True)  # not frozen: a month of rows builds ~70,000 of these, and frozen init costs 3x
@@ -109,9 +109,19 @@ def restarted(before: EngineSnapshot, after: EngineSnapshot) -> bool:
     return any((after.counters.get(k) or 0) < (before.counters.get(k) or 0) for k in COUNTED)
 
 
-def interval(before: EngineSnapshot, after: EngineSnapshot, profile: str, boot: str, *, seconds: float,
-             kv_usage_max: float | None, kv_usage_seconds: float, running_max: float | None,
-             waiting_max: float | None, energy_j: float | None) -> Row:
+def interval(
+    before: EngineSnapshot,
+    after: EngineSnapshot,
+    profile: str,
+    boot: str,
+    *,
+    seconds: float,
+    kv_usage_max: float | None,
+    kv_usage_seconds: float,
+    running_max: float | None,
+    waiting_max: float | None,
+    energy_j: float | None,
+) -> Row:
     fresh = restarted(before, after)
     prior = None if fresh else before
     counts = {k: increase(prior.counters.get(k) if prior else None, after.counters.get(k)) for k in COUNTED}
@@ -127,8 +137,21 @@ def interval(before: EngineSnapshot, after: EngineSnapshot, profile: str, boot: 
         timing = _timing(before.histograms.get(name), after.histograms.get(name), fresh)
         if timing is not None:
             timings[name] = timing
-    return Row(after.timestamp, seconds, profile, boot, after.kv_pool_tokens, kv_usage_max, kv_usage_seconds,
-               running_max, waiting_max, counts, finished, timings, energy_j)
+    return Row(
+        after.timestamp,
+        seconds,
+        profile,
+        boot,
+        after.kv_pool_tokens,
+        kv_usage_max,
+        kv_usage_seconds,
+        running_max,
+        waiting_max,
+        counts,
+        finished,
+        timings,
+        energy_j,
+    )
 
 
 def merge_timings(timings: Iterable[Timing]) -> Timing | None:

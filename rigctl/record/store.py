@@ -32,8 +32,22 @@ RAW_KEEP_S = 24 * 3600
 DOWNSAMPLED_S = 300
 RETENTION_DAYS = 30
 
-COLUMNS = ("ts", "seconds", "resolution", "profile", "boot", "pool_tokens", "kv_usage_max", "kv_usage_seconds",
-           "running_max", "waiting_max", *COUNTED, "finished", "timings", "energy_j")
+COLUMNS = (
+    "ts",
+    "seconds",
+    "resolution",
+    "profile",
+    "boot",
+    "pool_tokens",
+    "kv_usage_max",
+    "kv_usage_seconds",
+    "running_max",
+    "waiting_max",
+    *COUNTED,
+    "finished",
+    "timings",
+    "energy_j",
+)
 
 
 class RecorderBusy(RigctlError):
@@ -66,15 +80,15 @@ def trouble(path: Path, doing: str, exc: BaseException) -> RecordTrouble:
         passing = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EIO)
         return RecordTrouble(f"{path}: {doing}: {text}", passing)
     if "locked" in lowered:
-        return RecordTrouble(f"{path}: {doing}: another program holds a lock on it (an open sqlite3 shell, a "
-                             f"backup?)", passing=True)
+        return RecordTrouble(
+            f"{path}: {doing}: another program holds a lock on it (an open sqlite3 shell, a backup?)", passing=True
+        )
     if any(word in lowered for word in _PASSING):
         return RecordTrouble(f"{path}: {doing}: {text}", passing=True)
     if "readonly" in lowered or "read-only" in lowered:
         return RecordTrouble(f"{path}: {doing}: the state dir is read-only", passing=False)
     if "not a database" in lowered or "malformed" in lowered:
-        return RecordTrouble(f"{path}: {doing}: {text}; the file is damaged (move it away and a new record "
-                             f"starts)", passing=False)
+        return RecordTrouble(f"{path}: {doing}: {text}; the file is damaged (move it away and a new record starts)", passing=False)
     return RecordTrouble(f"{path}: {doing}: {text}", passing=False)
 
 
@@ -87,8 +101,7 @@ def _refuse_links(path: Path) -> None:
     (rigctl may run as root; the link's target would be written)."""
     for one in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         if one.is_symlink():
-            raise UnsafePath(one, "a symbolic link where rigctl keeps its record; rigctl never writes through one "
-                                  "(remove it)")
+            raise UnsafePath(one, "a symbolic link where rigctl keeps its record; rigctl never writes through one (remove it)")
         if one.exists() and not one.is_file():
             raise UnsafePath(one, "not a regular file where rigctl keeps its record (remove it)")
 
@@ -103,16 +116,20 @@ def _check_schema(db: sqlite3.Connection, path: Path) -> bool:
         found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         version = int(found[0]) if found and str(found[0]).isdigit() else None
         if version is not None and version > SCHEMA_VERSION:
-            raise RecordTrouble(f"{path}: written by a newer rigctl (record schema {version}; this one reads "
-                                f"{SCHEMA_VERSION}): upgrade rigctl, or move the file away and a new record starts",
-                                passing=False)
+            raise RecordTrouble(
+                f"{path}: written by a newer rigctl (record schema {version}; this one reads "
+                f"{SCHEMA_VERSION}): upgrade rigctl, or move the file away and a new record starts",
+                passing=False,
+            )
     columns = tuple(row[1] for row in db.execute("PRAGMA table_info(samples)"))
     if columns != COLUMNS:
         missing = [c for c in COLUMNS if c not in columns]
-        raise RecordTrouble(f"{path}: not the record this rigctl writes (its samples table "
-                            + (f"lacks {', '.join(missing[:3])}" if missing else f"has {len(columns)} columns, "
-                               f"not {len(COLUMNS)}")
-                            + "): move it away and a new record starts", passing=False)
+        raise RecordTrouble(
+            f"{path}: not the record this rigctl writes (its samples table "
+            + (f"lacks {', '.join(missing[:3])}" if missing else f"has {len(columns)} columns, not {len(COLUMNS)}")
+            + "): move it away and a new record starts",
+            passing=False,
+        )
     return True
 
 
@@ -143,20 +160,45 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _values(row: Row) -> tuple[Any, ...]:
-    return (row.ts, row.seconds, row.resolution, row.profile, row.boot, row.pool_tokens, row.kv_usage_max,
-            row.kv_usage_seconds, row.running_max, row.waiting_max, *(row.counts.get(k, 0.0) for k in COUNTED),
-            json.dumps(row.finished, separators=(",", ":")) if row.finished else None,
-            json.dumps({k: t.to_json() for k, t in row.timings.items()}, separators=(",", ":")) if row.timings
-            else None, row.energy_j)
+    return (
+        row.ts,
+        row.seconds,
+        row.resolution,
+        row.profile,
+        row.boot,
+        row.pool_tokens,
+        row.kv_usage_max,
+        row.kv_usage_seconds,
+        row.running_max,
+        row.waiting_max,
+        *(row.counts.get(k, 0.0) for k in COUNTED),
+        json.dumps(row.finished, separators=(",", ":")) if row.finished else None,
+        json.dumps({k: t.to_json() for k, t in row.timings.items()}, separators=(",", ":")) if row.timings else None,
+        row.energy_j,
+    )
 
 
 def _row(values: tuple[Any, ...]) -> Row:
-    (ts, seconds, resolution, profile, boot, pool, kv_max, kv_seconds, running, waiting, *counted, finished, timings,
-     energy) = values
+    (ts, seconds, resolution, profile, boot, pool, kv_max, kv_seconds, running, waiting, *counted, finished, timings, energy) = (
+        values
+    )
     parsed = {k: Timing.from_json(v) for k, v in json.loads(timings).items()} if timings else {}
-    return Row(ts, seconds, profile, boot, pool, kv_max, kv_seconds or 0.0, running, waiting,
-               {k: v or 0.0 for k, v in zip(COUNTED, counted, strict=True)}, json.loads(finished) if finished else {},
-               parsed, energy, resolution)
+    return Row(
+        ts,
+        seconds,
+        profile,
+        boot,
+        pool,
+        kv_max,
+        kv_seconds or 0.0,
+        running,
+        waiting,
+        {k: v or 0.0 for k, v in zip(COUNTED, counted, strict=True)},
+        json.loads(finished) if finished else {},
+        parsed,
+        energy,
+        resolution,
+    )
 
 
 class RecordReader:
@@ -166,8 +208,13 @@ class RecordReader:
     def exists(self) -> bool:
         return self.path.is_file()
 
-    def rows(self, since: float | None = None, until: float | None = None,
-             profiles: list[str] | None = None, boots: list[str] | None = None) -> list[Row]:
+    def rows(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        profiles: list[str] | None = None,
+        boots: list[str] | None = None,
+    ) -> list[Row]:
         where: list[str] = ["1=1"]
         args: list[Any] = []
         for column, value in (("ts >", since), ("ts <=", until)):
@@ -191,12 +238,11 @@ class RecordReader:
         """The rows of `boot` and of the boot that served before it: all a hit-rate regression is
         judged on (`rigctl status` and the TUI ask often; a month of rows is seconds of parsing)."""
         since = time.time() - look_back_s
-        order = [b for (b,) in self._query("SELECT boot FROM samples WHERE ts > ? GROUP BY boot ORDER BY MIN(ts)",
-                                           [since])]
+        order = [b for (b,) in self._query("SELECT boot FROM samples WHERE ts > ? GROUP BY boot ORDER BY MIN(ts)", [since])]
         if boot not in order:
             return []
         at = order.index(boot)
-        return self.rows(since, boots=order[max(0, at - 1):at + 1])
+        return self.rows(since, boots=order[max(0, at - 1) : at + 1])
 
     def _query(self, query: str, args: list[Any]) -> list[tuple[Any, ...]]:
         """Rows of `query`; none from a record that does not exist or has no table yet (an empty
@@ -272,9 +318,11 @@ class RecordWriter:
             return None
         stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(newest))
         ahead = "ahead of" if now > newest else "behind"
-        return (f"the clock ({time.strftime('%Y-%m-%d %H:%M', time.localtime(now))}) is "
-                f"{abs(now - newest) / 86400:.0f} days {ahead} the record's newest row ({stamp}): nothing is "
-                f"downsampled or dropped until they agree")
+        return (
+            f"the clock ({time.strftime('%Y-%m-%d %H:%M', time.localtime(now))}) is "
+            f"{abs(now - newest) / 86400:.0f} days {ahead} the record's newest row ({stamp}): nothing is "
+            f"downsampled or dropped until they agree"
+        )
 
     def compact(self, now: float | None = None) -> tuple[int, int]:
         """Downsample raw rows older than a day into 5-minute rows, drop rows past the retention;
@@ -286,9 +334,13 @@ class RecordWriter:
         cutoff, oldest = now - RAW_KEEP_S, now - self.retention_days * 86400
         with self._use, self._transaction():
             dropped = self.db.execute("DELETE FROM samples WHERE ts <= ?", (oldest,)).rowcount
-            old = [_row(tuple(v)) for v in self.db.execute(
-                f"SELECT {', '.join(COLUMNS)} FROM samples WHERE resolution < ? AND ts <= ? ORDER BY ts",
-                (DOWNSAMPLED_S, cutoff))]
+            old = [
+                _row(tuple(v))
+                for v in self.db.execute(
+                    f"SELECT {', '.join(COLUMNS)} FROM samples WHERE resolution < ? AND ts <= ? ORDER BY ts",
+                    (DOWNSAMPLED_S, cutoff),
+                )
+            ]
             groups: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
             for row in old:
                 groups[(row.profile, row.boot, int(row.ts // DOWNSAMPLED_S))].append(row)
@@ -341,8 +393,19 @@ def downsample(rows: list[Row]) -> Row:
         if merged is not None:
             timings[name] = merged
     energy = [r.energy_j for r in rows if r.energy_j is not None]
-    return Row(last.ts, sum(r.seconds for r in rows), last.profile, last.boot,
-               int(peak([r.pool_tokens for r in rows]) or 0) or None, peak([r.kv_usage_max for r in rows]),
-               sum(r.kv_usage_seconds for r in rows), peak([r.running_max for r in rows]),
-               peak([r.waiting_max for r in rows]), {k: sum(r.counts.get(k, 0.0) for r in rows) for k in COUNTED},
-               dict(finished), timings, sum(energy) if energy else None, DOWNSAMPLED_S)
+    return Row(
+        last.ts,
+        sum(r.seconds for r in rows),
+        last.profile,
+        last.boot,
+        int(peak([r.pool_tokens for r in rows]) or 0) or None,
+        peak([r.kv_usage_max for r in rows]),
+        sum(r.kv_usage_seconds for r in rows),
+        peak([r.running_max for r in rows]),
+        peak([r.waiting_max for r in rows]),
+        {k: sum(r.counts.get(k, 0.0) for r in rows) for k in COUNTED},
+        dict(finished),
+        timings,
+        sum(energy) if energy else None,
+        DOWNSAMPLED_S,
+    )

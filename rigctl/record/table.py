@@ -13,28 +13,58 @@ def _mark(column: ServedFigures, name: str, text: str) -> str:
 
 
 def render(columns: Sequence[ServedFigures], where: str) -> str:
-    head = [""] + [c.profile + (f" [{c.boots[0][:12]}]" if len(c.boots) == 1 and len(columns) > 1 and
-                                 sum(1 for d in columns if d.profile == c.profile) > 1 else "") for c in columns]
+    head = [""] + [
+        c.profile
+        + (
+            f" [{c.boots[0][:12]}]"
+            if len(c.boots) == 1 and len(columns) > 1 and sum(1 for d in columns if d.profile == c.profile) > 1
+            else ""
+        )
+        for c in columns
+    ]
     rows: list[list[str]] = [head]
 
     def add(label: str, cells: list[str]) -> None:
         rows.append([label, *cells])
 
-    add("served", [(f"{c.hours_served:.1f} h" if c.hours_served >= 1 else f"{c.hours_served * 60:.0f} min"
-                    if c.hours_served >= 1 / 60 else f"{c.hours_served * 3600:.0f} s")
-                   + f", {len(c.boots)} boot(s)" for c in columns])
+    add(
+        "served",
+        [
+            (
+                f"{c.hours_served:.1f} h"
+                if c.hours_served >= 1
+                else f"{c.hours_served * 60:.0f} min"
+                if c.hours_served >= 1 / 60
+                else f"{c.hours_served * 3600:.0f} s"
+            )
+            + f", {len(c.boots)} boot(s)"
+            for c in columns
+        ],
+    )
     add("requests", [_mark(c, "requests", fmt.count(c.requests)) for c in columns])
     add("KV pool", [f"{c.pool_tokens:,}" if c.pool_tokens else "n/a" for c in columns])
-    add("peak resident context", [f"{c.peak_resident_tokens:,} ({fmt.frac_pct(c.peak_resident_share)})"
-                                  if c.peak_resident_tokens is not None else "n/a" for c in columns])
+    add(
+        "peak resident context",
+        [
+            f"{c.peak_resident_tokens:,} ({fmt.frac_pct(c.peak_resident_share)})" if c.peak_resident_tokens is not None else "n/a"
+            for c in columns
+        ],
+    )
     add("preemptions", [fmt.count(c.preemptions) for c in columns])
-    add("prefix hit rate", [_mark(c, "prefix_hit_rate", fmt.frac_pct(c.prefix_hit_rate))
-                            + (" ◀ FELL" if c.regression else "") for c in columns])
+    add(
+        "prefix hit rate",
+        [_mark(c, "prefix_hit_rate", fmt.frac_pct(c.prefix_hit_rate)) + (" ◀ FELL" if c.regression else "") for c in columns],
+    )
     add("  after warm-up", [_mark(c, "prefix_hit_rate_warm", fmt.frac_pct(c.prefix_hit_rate_warm)) for c in columns])
     add("truncated / aborted / errors", [f"{c.truncated:,.0f} / {c.aborted:,.0f} / {c.errors:,.0f}" for c in columns])
     for name, label in (("ttft", "TTFT"), ("prefill", "prefill"), ("tpot", "TPOT"), ("e2e", "e2e")):
-        add(f"{label} mean / p95", [_mark(c, f"{name}_mean_s", f"{fmt.latency(c.latency[name]['mean'])} / "
-                                       f"{fmt.latency(c.latency[name]['p95'])}") for c in columns])
+        add(
+            f"{label} mean / p95",
+            [
+                _mark(c, f"{name}_mean_s", f"{fmt.latency(c.latency[name]['mean'])} / {fmt.latency(c.latency[name]['p95'])}")
+                for c in columns
+            ],
+        )
     add("mean power", [fmt.watts(c.mean_power_w) for c in columns])
     add("J/token", [f"{c.j_per_token:.2f}" if c.j_per_token is not None else "n/a" for c in columns])
     add("prefix cache", ["cold (no query)" if c.cold_cache else "used" for c in columns])

@@ -45,8 +45,7 @@ def boots_file() -> Path:
 
 def profile_hash(profile: Profile) -> str:
     """A hash of what the profile resolves to, so two boots of 'the same' profile can be told apart."""
-    content = json.dumps({"model": profile.model, "vllm": profile.vllm, "env": profile.env}, sort_keys=True,
-                         default=str)
+    content = json.dumps({"model": profile.model, "vllm": profile.vllm, "env": profile.env}, sort_keys=True, default=str)
     return hashlib.sha256(content.encode()).hexdigest()[:12]
 
 

@@ -59,14 +59,24 @@ def _exited(code: int, report: BootReport) -> Failure:
     if code < 0 or code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
         number = -code if code < 0 else code - 128
         name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
-        return Failure("killed", f"vLLM was killed by {name} before it was ready, and not by rigctl", last,
-                       "the OOM killer, another rigctl or a service manager: see `dmesg | tail`")
+        return Failure(
+            "killed",
+            f"vLLM was killed by {name} before it was ready, and not by rigctl",
+            last,
+            "the OOM killer, another rigctl or a service manager: see `dmesg | tail`",
+        )
     return Failure("exited", f"vLLM exited with status {code} before it was ready", last, "read the log: rigctl logs")
 
 
-def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_event: Callable[[Event], None],
-               poll: float = 0.1, clock: Callable[[], float] = time.monotonic,
-               cancel: threading.Event | None = None) -> BootResult:
+def watch_boot(
+    launcher: Launcher,
+    record: ServerRecord,
+    timeout: float,
+    on_event: Callable[[Event], None],
+    poll: float = 0.1,
+    clock: Callable[[], float] = time.monotonic,
+    cancel: threading.Event | None = None,
+) -> BootResult:
     follower = launcher.follower(record)
     reader = BootLogReader(started=record.started)  # phases count the silent imports before vLLM's first line
     start = clock()
@@ -94,8 +104,10 @@ def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_even
                 drain()
                 return result(False, report.failure or _exited(code, report))
             if cancel is not None and cancel.is_set():
-                return result(False, Failure("interrupted", "interrupted by Ctrl-C before it was ready", "",
-                                             "switch again when you are ready"))
+                return result(
+                    False,
+                    Failure("interrupted", "interrupted by Ctrl-C before it was ready", "", "switch again when you are ready"),
+                )
             if report.failure is not None:
                 error_at = error_at or clock()
                 if clock() - error_at > ERROR_GRACE:
@@ -105,24 +117,41 @@ def watch_boot(launcher: Launcher, record: ServerRecord, timeout: float, on_even
                 next_probe = now + 0.25
                 probe = client.probe()
                 if probe.unauthorized:
-                    return result(False, Failure(
-                        "unauthorized", "the server is up but refuses rigctl's requests (HTTP 401): it wants an API "
-                        "key rigctl was not given", "", "set vllm.api_key in the profile (one key goes to vLLM as "
-                        "VLLM_API_KEY), or unset VLLM_API_KEY in rigctl's environment"))
+                    return result(
+                        False,
+                        Failure(
+                            "unauthorized",
+                            "the server is up but refuses rigctl's requests (HTTP 401): it wants an API key rigctl was not given",
+                            "",
+                            "set vllm.api_key in the profile (one key goes to vLLM as "
+                            "VLLM_API_KEY), or unset VLLM_API_KEY in rigctl's environment",
+                        ),
+                    )
                 if probe.healthy and any(name in probe.models for name in record.served_names):
                     if launcher.serves_port(record) is False:  # someone else's server answers there
                         holder = discover.holder(record.port) or "another process"
-                        return result(False, Failure(
-                            "port_in_use", f"port {record.port} is answered by another server ({holder}), not the "
-                            "one rigctl started", "", "stop what listens there or change port"))
+                        return result(
+                            False,
+                            Failure(
+                                "port_in_use",
+                                f"port {record.port} is answered by another server ({holder}), not the one rigctl started",
+                                "",
+                                "stop what listens there or change port",
+                            ),
+                        )
                     drain()
                     return result(True, None, client.version())
             if now - start > timeout:
                 last_phase = report.phases[-1].label if report.phases else "no phase reached"
-                return result(False, Failure("timeout", f"not ready after {timeout:.0f} s (last phase: {last_phase})",
-                                             report.tail[-1] if report.tail else "",
-                                             "raise the boot timeout ([rigctl] boot_timeout in the profile, or "
-                                             "--timeout) or read the log: rigctl logs"))
+                return result(
+                    False,
+                    Failure(
+                        "timeout",
+                        f"not ready after {timeout:.0f} s (last phase: {last_phase})",
+                        report.tail[-1] if report.tail else "",
+                        "raise the boot timeout ([rigctl] boot_timeout in the profile, or --timeout) or read the log: rigctl logs",
+                    ),
+                )
             time.sleep(poll)
     finally:
         client.close()

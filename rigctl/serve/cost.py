@@ -13,8 +13,6 @@ from typing import Any
 
 from rigctl.errors import RigctlError
 from rigctl.fit.check import predicted_pool
-from rigctl.fit.inputs import options_from_launch
-from rigctl.profiles.settings import resolve_settings
 from rigctl.profiles.summary import Change, launch_diff
 from rigctl.serve import boots, preflight
 from rigctl.serve.drain import in_flight
@@ -49,11 +47,13 @@ class SwitchCost:
 
     def lines(self) -> list[str]:
         """The cost in words, as the dry run prints it and the TUI's confirm shows it."""
-        out = [self.pool_change() + f"   ({self.active_profile or 'nothing'} measured; {self.target} "
-               f"{self.predicted_from})"]
+        out = [self.pool_change() + f"   ({self.active_profile or 'nothing'} measured; {self.target} {self.predicted_from})"]
         if self.running_requests:
-            out.append(f"{self.running_requests} request(s) running: the switch waits up to {self.drain_s:g} s for "
-                       f"them" if self.drain_s > 0 else f"{self.running_requests} request(s) running: cut at the stop")
+            out.append(
+                f"{self.running_requests} request(s) running: the switch waits up to {self.drain_s:g} s for them"
+                if self.drain_s > 0
+                else f"{self.running_requests} request(s) running: cut at the stop"
+            )
         elif self.running_requests == 0:
             out.append("no request running")
         if self.changes:
@@ -65,12 +65,19 @@ class SwitchCost:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "predicted_pool_tokens": self.predicted_pool_tokens,
-                "predicted_from": self.predicted_from, "pool_change": self.pool_change(),
-                "active": {"profile": self.active_profile, "pool_tokens": self.active_pool_tokens},
-                "running_requests": self.running_requests, "warnings": list(self.warnings),
-                "argv_diff": [{"what": c.what, "before": c.before, "after": c.after} for c in self.changes],
-                "verification": list(self.verification), "refused": self.refusal, "drain_s": self.drain_s}
+        return {
+            "target": self.target,
+            "predicted_pool_tokens": self.predicted_pool_tokens,
+            "predicted_from": self.predicted_from,
+            "pool_change": self.pool_change(),
+            "active": {"profile": self.active_profile, "pool_tokens": self.active_pool_tokens},
+            "running_requests": self.running_requests,
+            "warnings": list(self.warnings),
+            "argv_diff": [{"what": c.what, "before": c.before, "after": c.after} for c in self.changes],
+            "verification": list(self.verification),
+            "refused": self.refusal,
+            "drain_s": self.drain_s,
+        }
 
 
 def _measured_pool(profile: str) -> int | None:
@@ -94,23 +101,33 @@ def switch_cost(ctx: ServeContext, target: str, options: SwitchOptions | None = 
         except RigctlError:
             warnings.append(f"the active profile {record.profile} does not load now: no command-line diff")
         if not prepared.verify.declared:
-            warnings += [f"the apps in front of this rig lose {lost}" for lost in apps_lose(record.argv,
-                                                                                             prepared.spec.argv)]
+            warnings += [f"the apps in front of this rig lose {lost}" for lost in apps_lose(record.argv, prepared.spec.argv)]
     refusal = preflight.before_lock(ctx, prepared.spec)
     reason = refusal.reason if refusal else refusal_before_stop(ctx, prepared, options)
     if reason is None:
-        settings, _ = resolve_settings(prepared.profile, prepared.table)
-        late = preflight.after_lock(ctx, prepared.spec, settings, record, options.force)
+        late = preflight.after_lock(ctx, prepared.spec, prepared.settings, record, options.force)
         reason = late.reason if late else None
-    tokens, source = predicted_pool(options_from_launch(prepared.spec.argv, prepared.spec.env),
-                                    tuple(g.memory_total or 0 for g in ctx.rig.gpus) if ctx.rig else ())
-    running_now = in_flight(record.base_url, running.launcher.api_key(record)) \
-        if record is not None and running.launcher is not None else None
+    tokens, source = (
+        predicted_pool(prepared.checked.options, tuple(g.memory_total or 0 for g in ctx.rig.gpus) if ctx.rig else ())
+        if prepared.checked.options is not None
+        else (None, "no launch")
+    )
+    running_now = (
+        in_flight(record.base_url, running.launcher.api_key(record))
+        if record is not None and running.launcher is not None
+        else None
+    )
     drain_s = ctx.settings.drain_timeout if options.drain is None else options.drain
     return SwitchCost(
-        target=prepared.profile.name, predicted_pool_tokens=tokens, predicted_from=source,
+        target=prepared.profile.name,
+        predicted_pool_tokens=tokens,
+        predicted_from=source,
         active_profile=record.profile if record else None,
-        active_pool_tokens=_measured_pool(record.profile) if record else None, running_requests=running_now,
-        warnings=tuple(dict.fromkeys(warnings)), changes=tuple(launch_diff(active.spec, prepared.spec)) if active
-        else (), verification=tuple(prepared.verify.describe()) if options.verify else ("nothing (--no-verify)",),
-        refusal=reason, drain_s=drain_s)
+        active_pool_tokens=_measured_pool(record.profile) if record else None,
+        running_requests=running_now,
+        warnings=tuple(dict.fromkeys(warnings)),
+        changes=tuple(launch_diff(active.spec, prepared.spec)) if active else (),
+        verification=tuple(prepared.verify.describe()) if options.verify else ("nothing (--no-verify)",),
+        refusal=reason,
+        drain_s=drain_s,
+    )

@@ -39,8 +39,11 @@ def listeners(port: int | None = None) -> list[Listener]:
         connections = psutil.net_connections(kind="tcp")
     except (psutil.Error, OSError):
         return []
-    return [Listener(c.pid, c.laddr.ip, c.laddr.port) for c in connections
-            if c.status == psutil.CONN_LISTEN and c.laddr and (port is None or c.laddr.port == port)]
+    return [
+        Listener(c.pid, c.laddr.ip, c.laddr.port)
+        for c in connections
+        if c.status == psutil.CONN_LISTEN and c.laddr and (port is None or c.laddr.port == port)
+    ]
 
 
 def holder(port: int) -> str | None:
@@ -159,9 +162,19 @@ def find_rigctl_servers(state_dir: str) -> list[FoundServer]:
             created, argv = head.create_time(), tuple(head.cmdline())
         except psutil.Error:
             continue
-        found[boot] = FoundServer(pid=leader, listener_pid=None, host="127.0.0.1", port=None, boot_id=boot,
-                                  profile=env.get(PROFILE_VAR), log_path=env.get(LOG_VAR), create_time=created,
-                                  argv=argv, start_id=start_id(leader), env=env)
+        found[boot] = FoundServer(
+            pid=leader,
+            listener_pid=None,
+            host="127.0.0.1",
+            port=None,
+            boot_id=boot,
+            profile=env.get(PROFILE_VAR),
+            log_path=env.get(LOG_VAR),
+            create_time=created,
+            argv=argv,
+            start_id=start_id(leader),
+            env=env,
+        )
     out = []
     for boot, server in found.items():
         listener = next((listening[pid] for pid in members[boot] if pid in listening), None)
@@ -169,7 +182,8 @@ def find_rigctl_servers(state_dir: str) -> list[FoundServer]:
             server = dataclasses.replace(server, listener_pid=listener.pid, host=listener.host, port=listener.port)
         else:
             port = _argv_value(server.argv, "--port")
-            server = dataclasses.replace(server, port=int(port) if port and port.isdigit() else None,
-                                         host=_argv_value(server.argv, "--host") or "127.0.0.1")
+            server = dataclasses.replace(
+                server, port=int(port) if port and port.isdigit() else None, host=_argv_value(server.argv, "--host") or "127.0.0.1"
+            )
         out.append(server)
     return out

@@ -35,8 +35,9 @@ class Drained:
             return "no request was running"
         if not self.left:
             return f"{self.at_start} request(s) finished in {self.seconds:.1f} s"
-        return (f"{self.left} request(s) still running at the {deadline:g} s deadline were cut "
-                f"({self.at_start - self.left} finished)")
+        return (
+            f"{self.left} request(s) still running at the {deadline:g} s deadline were cut ({self.at_start - self.left} finished)"
+        )
 
 
 def _read(base_url: str, api_key: str | None) -> tuple[int, float] | None:
@@ -57,8 +58,9 @@ def in_flight(base_url: str, api_key: str | None) -> int | None:
     return None if found is None else found[0]
 
 
-def drain(base_url: str, api_key: str | None, deadline_s: float, say: Callable[[str], None],
-          clock: Callable[[], float] = time.monotonic) -> Drained:
+def drain(
+    base_url: str, api_key: str | None, deadline_s: float, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic
+) -> Drained:
     """Wait until nothing runs or waits, at most `deadline_s`; `say` hears the count as it falls."""
     start = clock()
     found = _read(base_url, api_key)

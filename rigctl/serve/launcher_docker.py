@@ -36,16 +36,34 @@ class DockerLauncher:
 
     def run_command(self, spec: LaunchSpec) -> list[str]:
         argv = list(spec.argv)
-        serve_args = argv[argv.index("serve"):]  # the image brings its own vllm
+        serve_args = argv[argv.index("serve") :]  # the image brings its own vllm
         if "--host" in serve_args:  # inside the container vLLM must listen on all interfaces...
             serve_args[serve_args.index("--host") + 1] = "0.0.0.0"
         else:
             serve_args += ["--host", "0.0.0.0"]
-        publish = f"{spec.host}:{spec.port}:{spec.port}" if spec.host not in ("", "0.0.0.0") else \
-            f"{spec.port}:{spec.port}"  # ...while the host publishes it where the profile said
-        return ["docker", "run", "-d", "--name", self.container, "--gpus", "all", "--ipc=host", "-p", publish,
-                "-v", f"{self.hf_cache}:{CONTAINER_HF}", "--env-file", str(self.env_file), "--entrypoint", "vllm",
-                self.image, *serve_args]
+        publish = (
+            f"{spec.host}:{spec.port}:{spec.port}" if spec.host not in ("", "0.0.0.0") else f"{spec.port}:{spec.port}"
+        )  # ...while the host publishes it where the profile said
+        return [
+            "docker",
+            "run",
+            "-d",
+            "--name",
+            self.container,
+            "--gpus",
+            "all",
+            "--ipc=host",
+            "-p",
+            publish,
+            "-v",
+            f"{self.hf_cache}:{CONTAINER_HF}",
+            "--env-file",
+            str(self.env_file),
+            "--entrypoint",
+            "vllm",
+            self.image,
+            *serve_args,
+        ]
 
     def check(self, spec: LaunchSpec) -> list[str]:
         problems = env_file_problems(spec.env)
@@ -64,8 +82,7 @@ class DockerLauncher:
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         paths.ensure_private_dir(paths.state_dir())
         boot_id = uuid.uuid4().hex
-        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
-               discover.STATE_VAR: str(paths.state_dir())}
+        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile, discover.STATE_VAR: str(paths.state_dir())}
         if env_file_problems(env):
             raise ValueError("; ".join(env_file_problems(env)))
         # docker's --env-file takes each line verbatim after the first "=": no quoting to escape
@@ -75,9 +92,18 @@ class DockerLauncher:
         done = self.runner(self.run_command(spec))
         if done.returncode != 0:
             raise RuntimeError(f"docker run failed: {(done.stderr or done.stdout).strip()}")
-        return ServerRecord(launcher=self.name, profile=profile, started=started, log_path="", host=spec.host,
-                            port=spec.port, served_names=spec.served_names, argv=tuple(spec.redacted_argv()),
-                            container=self.container, boot_id=boot_id)
+        return ServerRecord(
+            launcher=self.name,
+            profile=profile,
+            started=started,
+            log_path="",
+            host=spec.host,
+            port=spec.port,
+            served_names=spec.served_names,
+            argv=tuple(spec.redacted_argv()),
+            container=self.container,
+            boot_id=boot_id,
+        )
 
     def _inspect(self, field: str) -> str:
         return self.runner(["docker", "inspect", "-f", f"{{{{.State.{field}}}}}", self.container]).stdout.strip()

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,15 +75,25 @@ def interpreter_problem(path: str) -> str | None:
 class ProcessLauncher:
     name = "process"
 
-    def __init__(self, kill_wait: float = 10.0) -> None:
+    def __init__(self, kill_wait: float = 10.0, child_env: Mapping[str, str] | None = None) -> None:
         self.kill_wait = kill_wait  # seconds a process may take to vanish after SIGKILL before rigctl says so
+        # what every server it starts is told besides its profile's [env] (the simulated rig to be)
+        self.child_env = dict(child_env or {})
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def check(self, spec: LaunchSpec) -> list[str]:
         path, problem = resolve_program(spec.argv[0], spec.env)
         problem = problem or (interpreter_problem(path) if path else None)
-        problems = [(f"cannot start vLLM: {problem} (set [server] vllm_command in config.toml, or the "
-                    "profile's [rigctl] vllm_command, to the vllm of your venv)")] if problem else []
+        problems = (
+            [
+                (
+                    f"cannot start vLLM: {problem} (set [server] vllm_command in config.toml, or the "
+                    "profile's [rigctl] vllm_command, to the vllm of your venv)"
+                )
+            ]
+            if problem
+            else []
+        )
         log_problem = paths.writable_problem(paths.state_dir() / "logs")
         if log_problem:
             problems.append(f"cannot write the server log: {log_problem}")
@@ -92,11 +103,19 @@ class ProcessLauncher:
         directory = logs_dir()
         log_path, fd = _new_log(directory, f"{time.strftime('%Y%m%d-%H%M%S')}-{profile}")
         boot_id = uuid.uuid4().hex
-        env = {**os.environ, **spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
-               discover.LOG_VAR: str(log_path), discover.STATE_VAR: str(paths.state_dir())}
+        env = {
+            **os.environ,
+            **self.child_env,
+            **spec.env,
+            discover.BOOT_ID_VAR: boot_id,
+            discover.PROFILE_VAR: profile,
+            discover.LOG_VAR: str(log_path),
+            discover.STATE_VAR: str(paths.state_dir()),
+        }
         try:
-            child = subprocess.Popen(list(spec.argv), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True)
+            child = subprocess.Popen(
+                list(spec.argv), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
         except OSError as exc:
             try:
                 os.write(fd, f"rigctl: cannot start {spec.argv[0]}: {exc.strerror}\n".encode())
@@ -107,10 +126,20 @@ class ProcessLauncher:
             os.close(fd)
         self._children[child.pid] = child
         _prune(directory)
-        return ServerRecord(launcher=self.name, profile=profile, started=time.time(), log_path=str(log_path),
-                            host=spec.host, port=spec.port, served_names=spec.served_names,
-                            argv=tuple(spec.redacted_argv()), pid=child.pid, create_time=start_time(child.pid),
-                            boot_id=boot_id, start_id=start_id(child.pid))
+        return ServerRecord(
+            launcher=self.name,
+            profile=profile,
+            started=time.time(),
+            log_path=str(log_path),
+            host=spec.host,
+            port=spec.port,
+            served_names=spec.served_names,
+            argv=tuple(spec.redacted_argv()),
+            pid=child.pid,
+            create_time=start_time(child.pid),
+            boot_id=boot_id,
+            start_id=start_id(child.pid),
+        )
 
     def alive(self, record: ServerRecord) -> bool:
         """The recorded server runs: its start (clock ticks since boot) when the record has it,
@@ -165,9 +194,11 @@ class ProcessLauncher:
             deadline = time.monotonic() + self.kill_wait
             while _group_alive(group, self._children.get(group)):
                 if time.monotonic() > deadline:
-                    raise StopFailed(f"its process group {group} is still alive {self.kill_wait:g} s "
-                                     f"after SIGKILL: a process stuck in the driver, or not rigctl's to kill; "
-                                     f"look at `ps -o pid,stat,user,cmd -g {group}`")
+                    raise StopFailed(
+                        f"its process group {group} is still alive {self.kill_wait:g} s "
+                        f"after SIGKILL: a process stuck in the driver, or not rigctl's to kill; "
+                        f"look at `ps -o pid,stat,user,cmd -g {group}`"
+                    )
                 time.sleep(0.05)
         self._reap(record)
 

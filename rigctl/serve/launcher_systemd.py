@@ -43,8 +43,7 @@ def systemd_quote(arg: str) -> str:
     control characters written as C escapes, which ExecStart decodes: a newline in a value
     (an inline chat template) stays inside its word and never starts a line of its own."""
     escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$").replace("%", "%%")
-    escaped = "".join(_C_ESCAPES.get(c, f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c)
-                      for c in escaped)
+    escaped = "".join(_C_ESCAPES.get(c, f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c) for c in escaped)
     return escaped if re.fullmatch(r"[A-Za-z0-9_@%+=:,./$-]+", escaped) else f'"{escaped}"'
 
 
@@ -56,8 +55,11 @@ def env_line(key: str, value: str) -> str:
 
 def env_file_problems(env: dict[str, str]) -> list[str]:
     """Values an environment file cannot hold: a line break would start a line of its own."""
-    return [f"env.{k}: the value holds a line break, which an environment file cannot carry safely; "
-            "put it in a file and give its path" for k, v in env.items() if "\n" in v or "\r" in v]
+    return [
+        f"env.{k}: the value holds a line break, which an environment file cannot carry safely; put it in a file and give its path"
+        for k, v in env.items()
+        if "\n" in v or "\r" in v
+    ]
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -110,28 +112,29 @@ class SystemdLauncher:
             shown = self.runner(self._systemctl("show", self.unit, "-p", "LoadState", "--value"))
             state = shown.stdout.strip()
             if shown.returncode != 0:
-                problems.append(f"systemd cannot be asked about {self.unit}: "
-                                f"{_last_line(shown)}")
+                problems.append(f"systemd cannot be asked about {self.unit}: {_last_line(shown)}")
             elif state != "loaded":
-                problems.append(f"{self.unit} is not a unit systemd knows (LoadState={state or 'none'}); "
-                                "create it first (README: real-rig setup) or set [systemd] unit")
+                problems.append(
+                    f"{self.unit} is not a unit systemd knows (LoadState={state or 'none'}); "
+                    "create it first (README: real-rig setup) or set [systemd] unit"
+                )
         for directory in (self.dropin.parent, paths.state_dir()):
             problem = paths.writable_problem(directory, min_free=0)
             if problem:
-                problems.append(f"cannot write the unit drop-in: {problem}" if directory == self.dropin.parent
-                                else problem)
+                problems.append(f"cannot write the unit drop-in: {problem}" if directory == self.dropin.parent else problem)
         return problems
 
     def dropin_text(self, spec: LaunchSpec, profile: str) -> str:
         words = " ".join(systemd_quote(a) for a in spec.argv)
-        return (f"# Written by rigctl for profile {profile}; rewritten on every switch.\n"
-                f"[Service]\nEnvironmentFile={self.env_file}\nExecStart=\nExecStart={words}\n")
+        return (
+            f"# Written by rigctl for profile {profile}; rewritten on every switch.\n"
+            f"[Service]\nEnvironmentFile={self.env_file}\nExecStart=\nExecStart={words}\n"
+        )
 
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord:
         paths.ensure_private_dir(paths.state_dir())
         boot_id = uuid.uuid4().hex
-        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile,
-               discover.STATE_VAR: str(paths.state_dir())}
+        env = {**spec.env, discover.BOOT_ID_VAR: boot_id, discover.PROFILE_VAR: profile, discover.STATE_VAR: str(paths.state_dir())}
         write_text_atomic(self.env_file, "".join(env_line(k, v) + "\n" for k, v in env.items()), mode=0o600)
         text = self.dropin_text(spec, profile)
         # world-readable only when it names no secret (the keys live in the 0600 env file)
@@ -141,13 +144,22 @@ class SystemdLauncher:
         self._check(self._systemctl("daemon-reload"))
         self._check(self._systemctl("restart", self.unit))
         pid = self.runner(self._systemctl("show", self.unit, "-p", "MainPID", "--value")).stdout.strip()
-        return ServerRecord(launcher=self.name, profile=profile, started=started, log_path="", host=spec.host,
-                            port=spec.port, served_names=spec.served_names, argv=tuple(spec.redacted_argv()),
-                            pid=int(pid) if pid.isdigit() and pid != "0" else None, unit=self.unit, boot_id=boot_id)
+        return ServerRecord(
+            launcher=self.name,
+            profile=profile,
+            started=started,
+            log_path="",
+            host=spec.host,
+            port=spec.port,
+            served_names=spec.served_names,
+            argv=tuple(spec.redacted_argv()),
+            pid=int(pid) if pid.isdigit() and pid != "0" else None,
+            unit=self.unit,
+            boot_id=boot_id,
+        )
 
     def alive(self, record: ServerRecord) -> bool:
-        return self.runner(self._systemctl("is-active", self.unit)).stdout.strip() in ("active", "activating",
-                                                                                       "reloading")
+        return self.runner(self._systemctl("is-active", self.unit)).stdout.strip() in ("active", "activating", "reloading")
 
     def exit_code(self, record: ServerRecord) -> int | None:
         shown = self.runner(self._systemctl("show", self.unit, "-p", "ActiveState", "-p", "ExecMainStatus")).stdout

@@ -48,7 +48,8 @@ class Launcher(Protocol):
     def follower(self, record: ServerRecord, from_end: bool = False) -> LogFollower: ...
 
 
-def make_launcher(settings: Settings, kind: str | None = None) -> Launcher:
+def make_launcher(settings: Settings, kind: str | None = None, sim: str | None = None) -> Launcher:
+    """`sim`: the simulated rig the servers it starts are to simulate (a process launcher only)."""
     kind = kind or settings.launcher
     if kind == "systemd":
         from rigctl.serve.launcher_systemd import SystemdLauncher
@@ -60,7 +61,7 @@ def make_launcher(settings: Settings, kind: str | None = None) -> Launcher:
         return DockerLauncher(settings.docker_image, settings.docker_container, settings.docker_hf_cache)
     from rigctl.serve.launcher_process import ProcessLauncher
 
-    return ProcessLauncher(settings.kill_wait)
+    return ProcessLauncher(settings.kill_wait, {"RIGCTL_SIM": sim} if sim else None)
 
 
 def launcher_for(record: ServerRecord, settings: Settings) -> Launcher:

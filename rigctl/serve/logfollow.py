@@ -47,7 +47,7 @@ class FileFollower:
             cut = text.find("\n")
             if cut < 0:
                 return []  # still inside the first, cut line
-            text, self._mid_line = text[cut + 1:], False
+            text, self._mid_line = text[cut + 1 :], False
         lines = text.split("\n")
         self._partial = lines.pop()
         return [line for line in lines if line]
@@ -64,7 +64,8 @@ class CommandFollower:
         self._lines: queue.Queue[str] = queue.Queue(max_lines)
         try:
             self._proc: subprocess.Popen[str] | None = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True
+            )
         except OSError:
             self._proc = None
             return

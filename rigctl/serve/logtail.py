@@ -48,8 +48,9 @@ class TailReader:
             self._follower = launcher_for(current, self.settings).follower(current) if current else None
             if isinstance(self._follower, FileFollower):
                 self._follower.skip_to_tail(BACKLOG_BYTES)
-            title = (f"server log: {current.log_path or current.launcher}" if current else
-                     "server log: no server started by rigctl yet")
+            title = (
+                f"server log: {current.log_path or current.launcher}" if current else "server log: no server started by rigctl yet"
+            )
         lines = self._follower.read_new() if self._follower else []
         if lines and self.hide_own_polls:
             lines = [line for line in lines if not OWN_POLLS.search(line)]

@@ -21,8 +21,7 @@ from rigctl.serve import discover
 from rigctl.serve.statefiles import ServerRecord
 from rigctl.serve.steps import ServeContext
 from rigctl.units import GIB
-
-DEFAULT_GMU = 0.92  # vLLM's default gpu_memory_utilization (0.32 and 0.33)
+from rigctl.vllm.memory import default_gpu_memory_utilization
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,9 @@ def before_lock(ctx: ServeContext, spec: LaunchSpec) -> Refusal | None:
     return Refusal("; ".join(problems)) if problems else None
 
 
-def after_lock(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Setting], running: ServerRecord | None,
-               force: bool) -> Refusal | None:
+def after_lock(
+    ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Setting], running: ServerRecord | None, force: bool
+) -> Refusal | None:
     """Checks against what runs now, made under the lock (a queued switch sees the present)."""
     if not (running and running.port == spec.port):
         holder = discover.holder(spec.port)
@@ -84,8 +84,7 @@ def _belongs(process: GpuProcess, record: ServerRecord | None) -> bool:
         return False
 
 
-def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Setting],
-                   running: ServerRecord | None) -> str | None:
+def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Setting], running: ServerRecord | None) -> str | None:
     """vLLM refuses to start when a GPU's free memory is below total x gpu_memory_utilization
     (its request_memory check). Free after the stop = free now + what the stopped server holds."""
     if ctx.sampler is None:
@@ -94,7 +93,11 @@ def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Sett
         snapshot = ctx.sampler.snapshot()
     except Exception:  # noqa: BLE001 - no reading, no refusal: the boot will tell
         return None
-    gmu = float(settings["gpu_memory_utilization"].value) if "gpu_memory_utilization" in settings else DEFAULT_GMU
+    gmu = (
+        float(settings["gpu_memory_utilization"].value)
+        if "gpu_memory_utilization" in settings
+        else default_gpu_memory_utilization()
+    )
     gpus = {g.index: g for g in snapshot.info.gpus}
     shortfalls: list[tuple[float, str]] = []
     for index in _devices(spec, len(snapshot.samples), gpus_needed(settings)):
@@ -111,15 +114,19 @@ def vram_shortfall(ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Sett
         available = min(sample.memory_free + released, total - (sample.memory_reserved or 0) - others)
         if available >= need:
             continue
-        holders = sorted((p for p in processes if not _belongs(p, running) and (p.used_memory or 0) > 0),
-                         key=lambda p: -(p.used_memory or 0))
+        holders = sorted(
+            (p for p in processes if not _belongs(p, running) and (p.used_memory or 0) > 0), key=lambda p: -(p.used_memory or 0)
+        )
         held = ", ".join(f"{p.name or 'pid'} (pid {p.pid}, {(p.used_memory or 0) / GIB:.1f} GiB)" for p in holders[:3])
         after = f" once {running.profile} stops" if running else ""
-        shortfalls.append(((need - available) / GIB,
-                           f"GPU{index} would have {available / GIB:.1f} GiB free{after}, and gpu_memory_utilization "
-                           f"{gmu:g} asks for {need / GIB:.1f} of its {total / GIB:.1f} GiB: "
-                           f"{(need - available) / GIB:.1f} GiB short"
-                           + (f"; held by {held}" if held else "")))
+        shortfalls.append(
+            (
+                (need - available) / GIB,
+                f"GPU{index} would have {available / GIB:.1f} GiB free{after}, and gpu_memory_utilization "
+                f"{gmu:g} asks for {need / GIB:.1f} of its {total / GIB:.1f} GiB: "
+                f"{(need - available) / GIB:.1f} GiB short" + (f"; held by {held}" if held else ""),
+            )
+        )
     if not shortfalls:
         return None
     shortfalls.sort(key=lambda item: -item[0])  # the worst first; the lower index on a tie

@@ -52,8 +52,7 @@ def find_running(settings: Settings, default: Launcher | None = None, thorough: 
         record = None
         notes.append(str(exc))
     if record is not None:
-        launcher = default if default is not None and record.launcher == default.name else launcher_for(record,
-                                                                                                          settings)
+        launcher = default if default is not None and record.launcher == default.name else launcher_for(record, settings)
         if launcher.alive(record):
             return RunningServer(record, launcher, tuple(notes))
         if record.launcher != "process":  # systemd and docker name their server; no token to look for
@@ -63,8 +62,10 @@ def find_running(settings: Settings, default: Launcher | None = None, thorough: 
         return RunningServer(None, None)
     rebuilt, others = _rediscover(settings)
     for other in others:
-        notes.append(f"another server of this rigctl runs unrecorded: {other.profile or 'a profile'} (pid {other.pid}"
-                     f"{f', port {other.port}' if other.port else ''}); `kill -TERM -{other.pid}` stops it")
+        notes.append(
+            f"another server of this rigctl runs unrecorded: {other.profile or 'a profile'} (pid {other.pid}"
+            f"{f', port {other.port}' if other.port else ''}); `kill -TERM -{other.pid}` stops it"
+        )
     if rebuilt is None:
         if notes:
             notes.append("no running server carries rigctl's boot token")
@@ -83,8 +84,11 @@ def find_running(settings: Settings, default: Launcher | None = None, thorough: 
 
 def _rediscover(settings: Settings) -> tuple[ServerRecord | None, list[discover.FoundServer]]:
     """The server to adopt (the newest listening one), and any others found beside it."""
-    found = sorted(discover.find_rigctl_servers(str(paths.state_dir())),
-                   key=lambda s: (s.listener_pid is not None, s.create_time or 0.0), reverse=True)
+    found = sorted(
+        discover.find_rigctl_servers(str(paths.state_dir())),
+        key=lambda s: (s.listener_pid is not None, s.create_time or 0.0),
+        reverse=True,
+    )
     if not found:
         return None, []
     server = found[0]
@@ -95,10 +99,20 @@ def _rediscover(settings: Settings) -> tuple[ServerRecord | None, list[discover.
         with EngineClient(url, server.env.get("VLLM_API_KEY"), timeout=1.0) as client:
             probe = client.probe()
         names = probe.models or names
-    return ServerRecord(launcher="process", profile=server.profile or "unknown", started=server.create_time or 0.0,
-                        log_path=server.log_path or "", host=server.host, port=server.port or 0,
-                        served_names=names, argv=tuple(redact_argv(server.argv)), pid=server.pid,
-                        create_time=server.create_time, boot_id=server.boot_id, start_id=server.start_id), found[1:]
+    return ServerRecord(
+        launcher="process",
+        profile=server.profile or "unknown",
+        started=server.create_time or 0.0,
+        log_path=server.log_path or "",
+        host=server.host,
+        port=server.port or 0,
+        served_names=names,
+        argv=tuple(redact_argv(server.argv)),
+        pid=server.pid,
+        create_time=server.create_time,
+        boot_id=server.boot_id,
+        start_id=server.start_id,
+    ), found[1:]
 
 
 @dataclass(frozen=True)
@@ -117,10 +131,16 @@ class ServingStatus:
             "summary": self.summary,
             "notes": list(self.notes),
             "state": self.state.to_json() if self.state else None,
-            "server": None if self.record is None else {
-                "profile": self.record.profile, "launcher": self.record.launcher, "pid": self.record.pid,
-                "endpoint": self.record.base_url, "served_model_names": list(self.record.served_names),
-                "log": self.record.log_path or None, "started": self.record.started,
+            "server": None
+            if self.record is None
+            else {
+                "profile": self.record.profile,
+                "launcher": self.record.launcher,
+                "pid": self.record.pid,
+                "endpoint": self.record.base_url,
+                "served_model_names": list(self.record.served_names),
+                "log": self.record.log_path or None,
+                "started": self.record.started,
                 "alive": self.process_alive,
                 "healthy": self.probe.healthy if self.probe else False,
                 "max_model_len": self.probe.max_model_len if self.probe else None,
@@ -142,8 +162,7 @@ def observe(settings: Settings, probe: Probe | None = None, thorough: bool = Fal
     record = running.record or running.stale
     alive = running.record is not None
     if alive and probe is None and record is not None:
-        with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None,
-                          timeout=1.0) as client:
+        with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None, timeout=1.0) as client:
             probe = client.probe()
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))
 
@@ -154,10 +173,12 @@ def observe(settings: Settings, probe: Probe | None = None, thorough: bool = Fal
     if switching and state and owner_alive(state.owner_pid, state.owner_start):
         return status(None, f"switching to {state.target} (rigctl pid {state.owner_pid})")
     if switching and state:
-        seen = (f"a server for {record.profile} is running" + (" and answering" if answering else ", not answering")
-                if record and alive else "no server is running")
-        return status(None, f"a switch to {state.target} was interrupted (rigctl pid {state.owner_pid} is gone); "
-                            f"{seen}")
+        seen = (
+            f"a server for {record.profile} is running" + (" and answering" if answering else ", not answering")
+            if record and alive
+            else "no server is running"
+        )
+        return status(None, f"a switch to {state.target} was interrupted (rigctl pid {state.owner_pid} is gone); {seen}")
     if record and alive and answering:
         return status(record.profile, f"serving {record.profile} at {record.base_url}")
     if record and alive:

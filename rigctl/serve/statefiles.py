@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rigctl import jsonio, paths
 from rigctl.atomic import write_text_atomic
 from rigctl.proc import same_process
+
+ActiveStatus = Literal["serving", "switching", "stopped", "failed", "interrupted"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ STATUSES = ("serving", "switching", "stopped", "failed", "interrupted")
 class ActiveState:
     profile: str | None  # the last profile that booted and is believed to serve
     last_good: str | None  # the profile a failed switch rolls back to
-    status: str  # "serving" | "switching" | "stopped" | "failed" | "interrupted"
+    status: ActiveStatus
     since: float
     detail: str = ""
     target: str | None = None  # during a switch: the profile being started

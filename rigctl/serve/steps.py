@@ -22,11 +22,11 @@ from rigctl.config import Settings
 from rigctl.engine.bootfailure import capped
 from rigctl.engine.bootlog import BootReport, Failure
 from rigctl.engine.client import EngineClient
-from rigctl.fit.check import check_profile, model_max_len
+from rigctl.fit.check import CheckedProfile, check_profile, model_max_len
 from rigctl.gpu.model import RigInfo
 from rigctl.gpu.sampler import RigSampler
-from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Profile, ProfileError
+from rigctl.profiles.settings import ResolvedSettings
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
@@ -35,6 +35,7 @@ from rigctl.serve.bootwatch import BootResult, Event, EventKind, not_started, wa
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
 from rigctl.serve.verify import VerifySpec, not_verified, run_verify, spec_for
+from rigctl.vllm.options import OptionTable
 
 ROLLBACK_MARGIN = 1.5  # a rollback may take this many times its last recorded boot
 
@@ -47,6 +48,13 @@ class Interrupt:
     def __init__(self) -> None:
         self.requested = threading.Event()  # set by the first Ctrl-C; cleared once the boot it stopped is gone
         self.touched = False  # a server has been stopped or started
+        self.pressed = False
+
+    def reset(self) -> None:
+        """A new step begins (the bench's next switch): a Ctrl-C that stopped the last one must not
+        stop this one. The same object, so whoever presses it (the CLI's SIGINT handler) still does."""
+        self.requested.clear()
+        self.touched = False
         self.pressed = False
 
     def press(self) -> bool:
@@ -75,11 +83,26 @@ class ServeContext:
 
 @dataclass(frozen=True)
 class Prepared:
-    profile: Profile
-    spec: LaunchSpec
-    table: OptionTable  # what it was checked and rendered against
+    """A profile ready to start: checked once (its settings, launch and prediction), and what the
+    owner's apps need of its boot."""
+
+    checked: CheckedProfile
+    spec: LaunchSpec  # checked.launch, there: a prepared profile has no error
     verify: VerifySpec  # what the owner's apps need of its boot
     warnings: tuple[str, ...] = ()  # what prepare() said: lints, the fit, a version note
+
+    @property
+    def profile(self) -> Profile:
+        return self.checked.profile
+
+    @property
+    def table(self) -> OptionTable:
+        """The option table of the vLLM it was checked and rendered against."""
+        return self.checked.table
+
+    @property
+    def settings(self) -> ResolvedSettings:
+        return self.checked.settings
 
 
 def prepare(ctx: ServeContext, name: str) -> Prepared:
@@ -90,15 +113,15 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
     said = [choice.note] if choice.note else []
     if choice.note:
         ctx.say("warning", choice.note, profile.name)
-    diagnostics, spec = check_profile(profile, choice.table, ctx.rig, ctx.tables.default_command,
-                                      host_paths=ctx.settings.launcher != "docker")
-    errors = [d for d in diagnostics if d.severity == "error"]
-    if errors or spec is None:
-        raise ProfileError(errors)
-    for warning in diagnostics:
+    checked = check_profile(
+        profile, choice.table, ctx.rig, ctx.tables.default_command, host_paths=ctx.settings.launcher != "docker"
+    )
+    if checked.errors or checked.launch is None:
+        raise ProfileError(checked.errors)
+    for warning in checked.diagnostics:
         ctx.say("warning", str(warning), profile.name)
-    said += [d.text(kind=False) for d in diagnostics]
-    return Prepared(profile, spec, choice.table, spec_for(ctx.settings, profile), tuple(said))
+    said += [d.text(kind=False) for d in checked.diagnostics]
+    return Prepared(checked, checked.launch, spec_for(ctx.settings, profile), tuple(said))
 
 
 BOOTING_GRACE = 5.0  # s: vLLM ignores SIGTERM until it is ready; waiting the full grace for it helps nobody
@@ -109,8 +132,11 @@ def stop_server(ctx: ServeContext, record: ServerRecord, launcher: Launcher, gra
     grace = ctx.settings.stop_grace if grace is None else grace
     if grace > BOOTING_GRACE and not _answers(record):
         grace = BOOTING_GRACE
-        ctx.say("step", f"{record.profile} is still booting, and vLLM ignores SIGTERM until it is ready: "
-                f"SIGKILL after {grace:.0f} s", record.profile)
+        ctx.say(
+            "step",
+            f"{record.profile} is still booting, and vLLM ignores SIGTERM until it is ready: SIGKILL after {grace:.0f} s",
+            record.profile,
+        )
     ctx.say("step", f"stopping {record.profile} (grace {grace:.0f} s)", record.profile)
     launcher.stop(record, grace)
     try:
@@ -154,8 +180,9 @@ def no_interrupt() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float, verify: VerifySpec | None,
-         verify_decides: bool = True) -> BootResult:
+def boot(
+    ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float, verify: VerifySpec | None, verify_decides: bool = True
+) -> BootResult:
     """Start `profile` and follow it until ready, then verify what the owner's apps need
     (`verify` None: --no-verify, said in the boot record); any failure, a failed verification
     included, comes back as a failed result, with what was started stopped again.
@@ -167,28 +194,38 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float, 
         try:
             record = ctx.launcher.start(spec, profile.name)
         except Exception as exc:  # noqa: BLE001 - a deleted venv, systemctl or docker failing, an unwritable log
-            return not_started(profile.name, Failure("launch", f"vLLM could not be started: {_reason(exc)}", "",
-                                                     "check [server] vllm_command and the launcher settings "
-                                                     "(rigctl config)"))
+            return not_started(
+                profile.name,
+                Failure(
+                    "launch",
+                    f"vLLM could not be started: {_reason(exc)}",
+                    "",
+                    "check [server] vllm_command and the launcher settings (rigctl config)",
+                ),
+            )
         try:
             write_record(record)  # before watching: a killed rigctl still leaves the server adoptable
         except OSError as exc:
             _stop_quietly(ctx, record)  # unrecorded, it would hold the port and the GPUs unseen
-            return not_started(profile.name, Failure("state", f"the server record could not be written "
-                                                     f"({_reason(exc)}), so the server was stopped again", ""))
+            return not_started(
+                profile.name,
+                Failure("state", f"the server record could not be written ({_reason(exc)}), so the server was stopped again", ""),
+            )
     try:
         result = watch_boot(ctx.launcher, record, timeout, ctx.on_event, cancel=ctx.interrupt.requested)
     except Exception as exc:  # noqa: BLE001 - the watcher itself failed: the boot is stopped and said
         _stop_quietly(ctx, record)
-        return BootResult(profile.name, False, 0.0, BootReport(), Failure(
-            "internal", f"following the boot failed: {_reason(exc)}", ""), record)
+        return BootResult(
+            profile.name, False, 0.0, BootReport(), Failure("internal", f"following the boot failed: {_reason(exc)}", ""), record
+        )
     if result.ok:
         checked = _verified(ctx, profile, spec, result, verify)
         if checked.ok or verify_decides:
             result = checked
         else:
-            ctx.say("warning", f"{profile.name} serves again, but {checked.failure.summary if checked.failure else ''}",
-                    profile.name)
+            ctx.say(
+                "warning", f"{profile.name} serves again, but {checked.failure.summary if checked.failure else ''}", profile.name
+            )
             result = dataclasses.replace(result, verification=checked.verification)
     if result.ok:
         _record_boot(ctx, profile, spec, result)
@@ -202,8 +239,7 @@ def boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, timeout: float, 
     return result
 
 
-def _verified(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: BootResult,
-              verify: VerifySpec | None) -> BootResult:
+def _verified(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: BootResult, verify: VerifySpec | None) -> BootResult:
     """The ready server checked for what the apps need; a failed check fails the boot."""
     record = result.record
     if verify is None or record is None:
@@ -220,9 +256,17 @@ def _verified(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: Boo
     failed = verification.failure
     if failed is None:
         return dataclasses.replace(result, verification=verification)
-    return dataclasses.replace(result, ok=False, verification=verification, failure=Failure(
-        "verify", failed.detail, "", "the apps in front of this rig need it ([verify] in config.toml or the profile); "
-        "--no-verify switches without checking"))
+    return dataclasses.replace(
+        result,
+        ok=False,
+        verification=verification,
+        failure=Failure(
+            "verify",
+            failed.detail,
+            "",
+            "the apps in front of this rig need it ([verify] in config.toml or the profile); --no-verify switches without checking",
+        ),
+    )
 
 
 def _disk_full(record: ServerRecord) -> Failure | None:
@@ -233,25 +277,38 @@ def _disk_full(record: ServerRecord) -> Failure | None:
     free = paths.free_bytes(directory)
     if free is None or free >= paths.MIN_FREE_BYTES:
         return None
-    return Failure("disk_full", f"the disk holding {directory} is full ({free // 1024:,} KiB free): the server's "
-                   "log could not be written", "", f"free space on that filesystem (old boot logs are in {directory})")
+    return Failure(
+        "disk_full",
+        f"the disk holding {directory} is full ({free // 1024:,} KiB free): the server's log could not be written",
+        "",
+        f"free space on that filesystem (old boot logs are in {directory})",
+    )
 
 
 def _record_boot(ctx: ServeContext, profile: Profile, spec: LaunchSpec, result: BootResult) -> None:
     report = result.report
     try:
-        boots.append(boots.BootRecord(
-            profile=profile.name, profile_hash=boots.profile_hash(profile), when=time.time(),
-            argv=spec.redacted_argv(), vllm_version=result.version or report.version,
-            rig=ctx.rig.backend if ctx.rig else None, kv_tokens=report.pool_tokens,
-            max_concurrency=report.max_concurrency, max_model_len=report.concurrency_len,
-            available_kv_gib=report.available_kv_gib, model_load_gib=report.model_load_gib,
-            model_load_seconds=report.model_load_seconds, graph_capture_seconds=report.graph_capture_seconds,
-            boot_seconds=round(result.seconds, 2),
-            verification=result.verification.to_json() if result.verification else None))
+        boots.append(
+            boots.BootRecord(
+                profile=profile.name,
+                profile_hash=boots.profile_hash(profile),
+                when=time.time(),
+                argv=spec.redacted_argv(),
+                vllm_version=result.version or report.version,
+                rig=ctx.rig.backend if ctx.rig else None,
+                kv_tokens=report.pool_tokens,
+                max_concurrency=report.max_concurrency,
+                max_model_len=report.concurrency_len,
+                available_kv_gib=report.available_kv_gib,
+                model_load_gib=report.model_load_gib,
+                model_load_seconds=report.model_load_seconds,
+                graph_capture_seconds=report.graph_capture_seconds,
+                boot_seconds=round(result.seconds, 2),
+                verification=result.verification.to_json() if result.verification else None,
+            )
+        )
     except OSError as exc:  # the server serves; only the record of the boot is lost
-        ctx.say("warning", f"the boot record was not written to {boots.boots_file()}: {_reason(exc)}",
-                profile.name)
+        ctx.say("warning", f"the boot record was not written to {boots.boots_file()}: {_reason(exc)}", profile.name)
 
 
 def _stop_quietly(ctx: ServeContext, record: ServerRecord) -> None:
@@ -259,8 +316,11 @@ def _stop_quietly(ctx: ServeContext, record: ServerRecord) -> None:
     try:
         ctx.launcher.stop(record, min(ctx.settings.stop_grace, BOOTING_GRACE))  # never ready: SIGTERM is ignored
     except Exception as exc:  # noqa: BLE001 - a stop that fails is said, never raised mid-rollback
-        ctx.say("warning", f"the failed server for {record.profile} could not be stopped: {_reason(exc)}; "
-                f"it stays recorded (rigctl stop retries)", record.profile)
+        ctx.say(
+            "warning",
+            f"the failed server for {record.profile} could not be stopped: {_reason(exc)}; it stays recorded (rigctl stop retries)",
+            record.profile,
+        )
         return
     try:
         clear_record()

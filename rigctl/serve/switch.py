@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from rigctl.engine.bootlog import Failure
 from rigctl.engine.client import EngineClient
 from rigctl.errors import ExitCode, StopFailed
 from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
-from rigctl.profiles.settings import resolve_settings
 from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
 from rigctl.serve.drain import drain as drain_requests
@@ -26,7 +26,7 @@ from rigctl.serve.drain import in_flight
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.lock import RigLock
 from rigctl.serve.serving import RunningServer, find_running
-from rigctl.serve.statefiles import ActiveState, ServerRecord, read_record, read_state, write_state
+from rigctl.serve.statefiles import ActiveState, ActiveStatus, ServerRecord, read_record, read_state, write_state
 from rigctl.serve.steps import (
     Prepared,
     ServeContext,
@@ -38,10 +38,12 @@ from rigctl.serve.steps import (
 )
 from rigctl.serve.verify import apps_lose, tool_flags_missing
 
+SwitchStatus = Literal["switched", "rolled_back", "rollback_failed", "failed", "refused", "stopped", "interrupted"]
+
 
 @dataclass(frozen=True)
 class SwitchOutcome:
-    status: str  # switched | rolled_back | rollback_failed | failed | refused | stopped | interrupted
+    status: SwitchStatus
     target: str
     exit_code: ExitCode
     message: str
@@ -50,13 +52,29 @@ class SwitchOutcome:
     rollback_profile: str | None = None
 
 
-def _state(ctx: ServeContext, status: str, profile: str | None, last_good: str | None, detail: str = "",
-           target: str | None = None, owner: int | None = None) -> bool:
+def _state(
+    ctx: ServeContext,
+    status: ActiveStatus,
+    profile: str | None,
+    last_good: str | None,
+    detail: str = "",
+    target: str | None = None,
+    owner: int | None = None,
+) -> bool:
     """Write the state file; a failure is said (the server record stays the truth) but never raised."""
     try:
-        write_state(ActiveState(profile=profile, last_good=last_good, status=status, since=time.time(),
-                                detail=detail, target=target, owner_pid=owner,
-                                owner_start=start_id(owner) if owner else None))
+        write_state(
+            ActiveState(
+                profile=profile,
+                last_good=last_good,
+                status=status,
+                since=time.time(),
+                detail=detail,
+                target=target,
+                owner_pid=owner,
+                owner_start=start_id(owner) if owner else None,
+            )
+        )
         return True
     except OSError as exc:
         ctx.say("warning", f"the state file could not be written ({exc.strerror or exc}): rigctl status may lag")
@@ -99,24 +117,35 @@ def refusal_before_stop(ctx: ServeContext, prepared: Prepared, options: SwitchOp
     """What the owner's apps need that the target cannot give, known from its command line alone."""
     missing = tool_flags_missing(prepared.spec.argv)
     if options.verify and prepared.verify.tools and missing and not options.force:
-        return (f"{prepared.profile.name} has no tool calling ({' and '.join(missing)} missing), and [verify] "
-                f"tools = true says the apps need it (--force tries it; the verification then decides)")
+        return (
+            f"{prepared.profile.name} has no tool calling ({' and '.join(missing)} missing), and [verify] "
+            f"tools = true says the apps need it (--force tries it; the verification then decides)"
+        )
     return None
 
 
-def switch(ctx: ServeContext, target: str, *, timeout: float | None = None, rollback: bool = True,
-           lock_wait: float | None = None, force: bool = False, prepared: Prepared | None = None,
-           fallback: Prepared | None = None, drain: float | None = None, verify: bool = True) -> SwitchOutcome:
+def switch(
+    ctx: ServeContext,
+    target: str,
+    *,
+    timeout: float | None = None,
+    rollback: bool = True,
+    lock_wait: float | None = None,
+    force: bool = False,
+    prepared: Prepared | None = None,
+    fallback: Prepared | None = None,
+    drain: float | None = None,
+    verify: bool = True,
+) -> SwitchOutcome:
     """The transaction, each keyword as SwitchOptions says."""
-    return switch_with(ctx, target, SwitchOptions(timeout, rollback, lock_wait, force, prepared, fallback, drain,
-                                                  verify))
+    return switch_with(ctx, target, SwitchOptions(timeout, rollback, lock_wait, force, prepared, fallback, drain, verify))
 
 
 def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> SwitchOutcome:
     began = time.time()
     prepared = options.prepared or prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
-    profile, spec = prepared.profile, prepared.spec
-    settings, _ = resolve_settings(profile, prepared.table)
+    spec = prepared.spec
+    settings = prepared.settings
     refusal = preflight.before_lock(ctx, spec)
     reason = refusal.reason if refusal else refusal_before_stop(ctx, prepared, options)
     if reason:
@@ -131,8 +160,12 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
             return _refused(ctx, target, refusal.reason, record.profile if record else None)
         if record is not None and not prepared.verify.declared:
             for lost in apps_lose(record.argv, spec.argv):
-                ctx.say("warning", f"the apps in front of this rig lose {lost} ({record.profile} had it; [verify] in "
-                        f"config.toml makes a switch that drops it fail instead)", target)
+                ctx.say(
+                    "warning",
+                    f"the apps in front of this rig lose {lost} ({record.profile} had it; [verify] in "
+                    f"config.toml makes a switch that drops it fail instead)",
+                    target,
+                )
         if record is not None and running.launcher is not None:
             try:
                 _drain(ctx, record, running.launcher, options.drain)
@@ -140,8 +173,9 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
                 return _refused(ctx, target, "Ctrl-C while the running requests finished", record.profile)
         state = _previous_state(ctx)
         fallback = options.fallback
-        last_good = fallback.profile.name if fallback else (
-            (record.profile if record else None) or (state.last_good if state else None))
+        last_good = (
+            fallback.profile.name if fallback else ((record.profile if record else None) or (state.last_good if state else None))
+        )
         if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
             return _refused(ctx, target, "the state file cannot be written", record.profile if record else None)
         try:
@@ -149,8 +183,7 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
         except KeyboardInterrupt:
             return _left(ctx, target, last_good, began)
         except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the state left honest
-            message = (f"the switch to {target} broke off: {type(exc).__name__}: {exc}; "
-                       "`rigctl status` shows what runs")
+            message = f"the switch to {target} broke off: {type(exc).__name__}: {exc}; `rigctl status` shows what runs"
             _state(ctx, "failed", None, last_good, message)
             ctx.say("failure", message, target)
             return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message)
@@ -163,8 +196,7 @@ def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds:
     if deadline <= 0:
         left = in_flight(record.base_url, api_key)
         if left:
-            ctx.say("warning", f"--no-drain: {left} request(s) running or waiting on {record.profile} are cut",
-                    record.profile)
+            ctx.say("warning", f"--no-drain: {left} request(s) running or waiting on {record.profile} are cut", record.profile)
         return
     ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
     done = drain_requests(record.base_url, api_key, deadline, lambda text: ctx.say("phase", text, record.profile))
@@ -179,8 +211,9 @@ def _serving_name() -> str | None:
     return record.profile if record else None
 
 
-def _transaction(ctx: ServeContext, prepared: Prepared, running: RunningServer, last_good: str | None,
-                 options: SwitchOptions) -> SwitchOutcome:
+def _transaction(
+    ctx: ServeContext, prepared: Prepared, running: RunningServer, last_good: str | None, options: SwitchOptions
+) -> SwitchOutcome:
     profile, spec = prepared.profile, prepared.spec
     target = profile.name
     record, launcher = running.record, running.launcher
@@ -196,8 +229,7 @@ def _transaction(ctx: ServeContext, prepared: Prepared, running: RunningServer, 
     if ctx.interrupt.requested.is_set():
         attempt = not_started(target, Failure("interrupted", "interrupted by Ctrl-C before it started", ""))
     else:
-        attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, options.timeout),
-                       prepared.verify if options.verify else None)
+        attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, options.timeout), prepared.verify if options.verify else None)
     if attempt.ok:
         verified = f"; {attempt.verification.summary()}" if attempt.verification else ""
         message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt) + verified
@@ -206,19 +238,28 @@ def _transaction(ctx: ServeContext, prepared: Prepared, running: RunningServer, 
         return SwitchOutcome("switched", target, ExitCode.OK, message, attempt)
     failure = attempt.failure
     why = f"{target} failed: {failure.summary if failure else 'unknown'}"
-    ctx.say("failure", why + (f"\n  {failure.line}" if failure and failure.line else "")
-            + (f"\n  fix: {failure.suggestion}" if failure and failure.suggestion else ""), target)
+    ctx.say(
+        "failure",
+        why
+        + (f"\n  {failure.line}" if failure and failure.line else "")
+        + (f"\n  fix: {failure.suggestion}" if failure and failure.suggestion else ""),
+        target,
+    )
     if not options.rollback or not last_good or last_good == target:
-        reason = "rollback disabled" if not options.rollback else (
-            "no previous profile to roll back to" if not last_good else "it was the profile that served")
+        reason = (
+            "rollback disabled"
+            if not options.rollback
+            else ("no previous profile to roll back to" if not last_good else "it was the profile that served")
+        )
         message = f"{why}; {reason}; nothing serves"
         _state(ctx, "failed", None, last_good, message)
         return SwitchOutcome("failed", target, ExitCode.ROLLBACK_FAILED, message, attempt)
     return _roll_back(ctx, target, why, attempt, last_good, options)
 
 
-def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, last_good: str,
-               options: SwitchOptions) -> SwitchOutcome:
+def _roll_back(
+    ctx: ServeContext, target: str, why: str, attempt: BootResult, last_good: str, options: SwitchOptions
+) -> SwitchOutcome:
     if ctx.interrupt.requested.is_set():
         ctx.say("step", f"Ctrl-C: rolling back to {last_good} (Ctrl-C again to leave at once)", last_good)
     ctx.interrupt.requested.clear()  # the first Ctrl-C was for the new boot, not for the rollback
@@ -230,14 +271,19 @@ def _roll_back(ctx: ServeContext, target: str, why: str, attempt: BootResult, la
         message = f"{why}; rollback to {last_good} impossible: {exc}; nothing serves"
         _state(ctx, "failed", None, last_good, message)
         ctx.say("failure", message, last_good)
-        return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message, attempt,
-                             rollback_profile=last_good)
+        return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message, attempt, rollback_profile=last_good)
     refusal = preflight.before_lock(ctx, previous_spec)
     if refusal:
         again = not_started(last_good, Failure("launch", refusal.reason, ""))
     else:
-        again = boot(ctx, previous, previous_spec, rollback_timeout(ctx, previous),
-                     again_prepared.verify if options.verify else None, verify_decides=False)
+        again = boot(
+            ctx,
+            previous,
+            previous_spec,
+            rollback_timeout(ctx, previous),
+            again_prepared.verify if options.verify else None,
+            verify_decides=False,
+        )
     if again.ok:
         message = f"{why}; rolled back: {last_good} serves again"
         _state(ctx, "serving", last_good, last_good, message)
@@ -256,8 +302,7 @@ def _looked(ctx: ServeContext) -> tuple[ServerRecord | None, bool]:
     record = running.record
     if record is None:
         return None, False
-    with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None,
-                      timeout=0.5) as client:
+    with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None, timeout=0.5) as client:
         probe = client.probe()
     return record, any(probe.serves(n) for n in record.served_names)
 
@@ -278,10 +323,14 @@ def left_behind(ctx: ServeContext, since: float | None = None) -> str:
     if answering:
         return f"{record.profile} serves (pid {record.pid})"
     if since is not None and record.started < since:
-        return (f"nothing serves: the server for {record.profile} (pid {record.pid}) was told to stop and is "
-                f"shutting down; nothing else was started")
-    return (f"the server for {record.profile} (pid {record.pid}) is still starting, unsupervised; it is recorded, "
-            f"so `rigctl status` shows when it answers and `rigctl stop` stops it")
+        return (
+            f"nothing serves: the server for {record.profile} (pid {record.pid}) was told to stop and is "
+            f"shutting down; nothing else was started"
+        )
+    return (
+        f"the server for {record.profile} (pid {record.pid}) is still starting, unsupervised; it is recorded, "
+        f"so `rigctl status` shows when it answers and `rigctl stop` stops it"
+    )
 
 
 def _left(ctx: ServeContext, target: str, last_good: str | None, since: float) -> SwitchOutcome:
@@ -299,8 +348,9 @@ def _pool(result: BootResult) -> str:
     return f"; KV capacity{at}: {report.pool_tokens:,} tokens ({report.max_concurrency or 0:.2f}x)"
 
 
-def start(ctx: ServeContext, name: str | None, timeout: float | None = None, drain: float | None = None,
-          verify: bool = True) -> SwitchOutcome:
+def start(
+    ctx: ServeContext, name: str | None, timeout: float | None = None, drain: float | None = None, verify: bool = True
+) -> SwitchOutcome:
     """Boot a profile when nothing serves (default: the last good one)."""
     running = find_running(ctx.settings, ctx.launcher)
     if running.record:

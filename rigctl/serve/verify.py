@@ -22,7 +22,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rigctl import paths
 from rigctl.config import Settings
@@ -59,8 +59,11 @@ class VerifySpec:
 
     def describe(self) -> list[str]:
         """The checks that will run, in words."""
-        out = ["a chat completion (1 token)" + ("" if self.chat else ", when the model has a chat template")
-               ] if self.chat is not False else []
+        out = (
+            ["a chat completion (1 token)" + ("" if self.chat else ", when the model has a chat template")]
+            if self.chat is not False
+            else []
+        )
         if self.tools:
             out.append('a tool call (tools, tool_choice "auto")')
         if self.min_context:
@@ -83,8 +86,7 @@ def _read_requests(path: Path) -> tuple[OwnerRequest, ...]:
         except (ValueError, RecursionError) as exc:
             raise BadInputError(f"{where}: not a JSON object ({str(exc)[:80]})") from None
         if not isinstance(entry, dict) or not isinstance(entry.get("body"), dict):
-            raise BadInputError(f'{where}: expected {{"endpoint": "/v1/chat/completions", "body": {{...}}, '
-                                f'"status": 200}}')
+            raise BadInputError(f'{where}: expected {{"endpoint": "/v1/chat/completions", "body": {{...}}, "status": 200}}')
         endpoint = entry.get("endpoint", "/v1/chat/completions")
         if endpoint not in ENDPOINTS:
             raise BadInputError(f"{where}: endpoint {str(endpoint)[:60]!r} is not one of {', '.join(ENDPOINTS)}")
@@ -110,11 +112,15 @@ def spec_for(settings: Settings, profile: Profile) -> VerifySpec:
     if requests_file:
         path = Path(requests_file).expanduser()
         requests = _read_requests(path if path.is_absolute() else base / path)
-    return VerifySpec(chat=mine.get("chat", settings.verify_chat), tools=bool(mine.get("tools", settings.verify_tools)),
-                      min_context=int(mine.get("min_context", settings.verify_min_context)), requests=requests,
-                      requests_file=requests_file,
-                      timeout_s=float(mine.get("timeout_s", settings.verify_timeout)),
-                      declared=settings.verify_declared or bool(mine))
+    return VerifySpec(
+        chat=mine.get("chat", settings.verify_chat),
+        tools=bool(mine.get("tools", settings.verify_tools)),
+        min_context=int(mine.get("min_context", settings.verify_min_context)),
+        requests=requests,
+        requests_file=requests_file,
+        timeout_s=float(mine.get("timeout_s", settings.verify_timeout)),
+        declared=settings.verify_declared or bool(mine),
+    )
 
 
 def tool_flags_missing(argv: tuple[str, ...] | list[str]) -> list[str]:
@@ -137,8 +143,9 @@ def apps_lose(before: tuple[str, ...] | list[str], after: tuple[str, ...] | list
     out = []
     if not tool_flags_missing(before) and tool_flags_missing(after):
         parser = _flag_value(before, "--tool-call-parser")
-        out.append(f"tool calling (--enable-auto-tool-choice --tool-call-parser {parser}): apps that send "
-                   f"tool_choice \"auto\" get HTTP 400")
+        out.append(
+            f'tool calling (--enable-auto-tool-choice --tool-call-parser {parser}): apps that send tool_choice "auto" get HTTP 400'
+        )
     for flag, what in (("--reasoning-parser", "the reasoning parser"), ("--chat-template", "the chat template")):
         had, has = _flag_value(before, flag), _flag_value(after, flag)
         if had and had != has:
@@ -148,7 +155,7 @@ def apps_lose(before: tuple[str, ...] | list[str], after: tuple[str, ...] | list
 
 @dataclass(frozen=True)
 class Check:
-    name: str  # chat | tools | min_context | request
+    name: Literal["chat", "tools", "min_context", "request"]
     ok: bool
     detail: str
     skipped: bool = False
@@ -184,9 +191,15 @@ class Verification:
         return text + "".join(f"; {s}" for s in skipped)
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "skipped": self.skipped or None, "summary": self.summary(), "seconds": self.seconds,
-                "checks": [asdict(c) for c in self.checks], "prompt_tokens": self.prompt_tokens,
-                "prefix_hits": self.prefix_hits}
+        return {
+            "ok": self.ok,
+            "skipped": self.skipped or None,
+            "summary": self.summary(),
+            "seconds": self.seconds,
+            "checks": [asdict(c) for c in self.checks],
+            "prompt_tokens": self.prompt_tokens,
+            "prefix_hits": self.prefix_hits,
+        }
 
 
 def not_verified(why: str) -> Verification:
@@ -214,8 +227,7 @@ class _Poster:
         parts = urlsplit(self.base_url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(parts.hostname or "127.0.0.1", parts.port, timeout=left)
-        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {self.api_key}"}
-                                                            if self.api_key else {})}
+        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})}
         try:
             connection.request("POST", parts.path.rstrip("/") + endpoint, json.dumps(body), headers)
             answer = connection.getresponse()
@@ -253,8 +265,7 @@ def _message(text: str) -> str:
     return text.strip()[:300]
 
 
-def run_verify(base_url: str, api_key: str | None, model: str, spec: VerifySpec,
-               max_model_len: int | None) -> Verification:
+def run_verify(base_url: str, api_key: str | None, model: str, spec: VerifySpec, max_model_len: int | None) -> Verification:
     """The checks of `spec` against the server at `base_url`, in order; stops at the first that fails."""
     started = time.monotonic()
     poster = _Poster(base_url, api_key, started + spec.timeout_s)
@@ -262,39 +273,56 @@ def run_verify(base_url: str, api_key: str | None, model: str, spec: VerifySpec,
     checks: list[Check] = []
 
     def chat(content: str, **extra: Any) -> tuple[int, str]:
-        return poster.post("/v1/chat/completions", {"model": model, "max_tokens": 1, "temperature": 0,
-                                                    "messages": [{"role": "user", "content": content}], **extra})
+        return poster.post(
+            "/v1/chat/completions",
+            {"model": model, "max_tokens": 1, "temperature": 0, "messages": [{"role": "user", "content": content}], **extra},
+        )
 
     if spec.chat is not False:
         status, said = chat(f"rigctl verify {nonce} chat: answer ok")
         if status == 200:
             checks.append(Check("chat", True, "a chat completion answered"))
         elif spec.chat is None and status == 400 and "chat template" in said.lower():
-            checks.append(Check("chat", True, f"the model has no chat template (vLLM said: {said}): chat is not "
-                                              f"verified", skipped=True))
+            checks.append(
+                Check("chat", True, f"the model has no chat template (vLLM said: {said}): chat is not verified", skipped=True)
+            )
         else:
-            checks.append(Check("chat", False, f"the new profile does not answer a chat completion: "
-                                               f"{_said(status, said)}"))
+            checks.append(Check("chat", False, f"the new profile does not answer a chat completion: {_said(status, said)}"))
     if spec.tools and all(c.ok for c in checks):
-        tool = {"type": "function", "function": {"name": "rigctl_probe", "description": "answers ok",
-                                                 "parameters": {"type": "object", "properties": {}}}}
+        tool = {
+            "type": "function",
+            "function": {"name": "rigctl_probe", "description": "answers ok", "parameters": {"type": "object", "properties": {}}},
+        }
         status, said = chat(f"rigctl verify {nonce} tools: call rigctl_probe", tools=[tool], tool_choice="auto")
-        checks.append(Check("tools", True, "a tool call was accepted") if status == 200 else
-                      Check("tools", False, f"the new profile refuses tool calls: {_said(status, said)}"))
+        checks.append(
+            Check("tools", True, "a tool call was accepted")
+            if status == 200
+            else Check("tools", False, f"the new profile refuses tool calls: {_said(status, said)}")
+        )
     if spec.min_context and all(c.ok for c in checks):
         served = max_model_len or 0
-        checks.append(Check("min_context", served >= spec.min_context,
-                            f"serves a context of {served:,} tokens" + (
-                                "" if served >= spec.min_context else
-                                f", and the apps need {spec.min_context:,} ([verify] min_context)")))
+        checks.append(
+            Check(
+                "min_context",
+                served >= spec.min_context,
+                f"serves a context of {served:,} tokens"
+                + ("" if served >= spec.min_context else f", and the apps need {spec.min_context:,} ([verify] min_context)"),
+            )
+        )
     for request in spec.requests:
         if not all(c.ok for c in checks):
             break
         body = {"model": model, **request.body}
         status, said = poster.post(request.endpoint, body)
         ok = status == request.status
-        checks.append(Check("request", ok, f"{request.where}: POST {request.endpoint} answered {status}"
-                            + ("" if ok else f", expected {request.status}: vLLM said: {said}")))
+        checks.append(
+            Check(
+                "request",
+                ok,
+                f"{request.where}: POST {request.endpoint} answered {status}"
+                + ("" if ok else f", expected {request.status}: vLLM said: {said}"),
+            )
+        )
     hits = None
     try:
         with EngineClient(base_url, api_key, timeout=2.0) as client:

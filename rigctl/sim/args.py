@@ -7,8 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from rigctl.profiles.options import OptionTable, load_option_table, parse_human_int
 from rigctl.sim.memory import EngineConfig
+from rigctl.vllm.options import OptionTable, load_option_table, parse_human_int
 
 
 def _human(value: str) -> int:
@@ -22,8 +22,7 @@ def _human_or_auto(value: str) -> int:
     return -1 if value in ("auto", "-1") else _human(value)
 
 
-TYPES: dict[str, Any] = {"int": int, "float": float, "human_int": _human, "human_int_or_auto": _human_or_auto,
-                         "json": json.loads}
+TYPES: dict[str, Any] = {"int": int, "float": float, "human_int": _human, "human_int_or_auto": _human_or_auto, "json": json.loads}
 
 
 def build_parser(table: OptionTable | None = None, reject: frozenset[str] = frozenset()) -> argparse.ArgumentParser:
@@ -42,8 +41,7 @@ def build_parser(table: OptionTable | None = None, reject: frozenset[str] = froz
                 parser.add_argument(option.negative, dest=option.dest, action="store_const", const=False)
             hidden = f"--no-{option.flag[2:]}"  # vLLM still accepts the old --no-enable-X spellings
             if hidden != option.negative:
-                parser.add_argument(hidden, dest=option.dest, action="store_const", const=False,
-                                    help=argparse.SUPPRESS)
+                parser.add_argument(hidden, dest=option.dest, action="store_const", const=False, help=argparse.SUPPRESS)
             continue
         if option.kind == "flag":
             parser.add_argument(*names, dest=option.dest, action="store_true")
@@ -73,11 +71,13 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         max_model_len=None if args.max_model_len in (None, -1) else args.max_model_len,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
-        gpu_memory_utilization=args.gpu_memory_utilization or 0.92,
+        gpu_memory_utilization=args.gpu_memory_utilization,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         enforce_eager=bool(args.enforce_eager),
         spec_method=spec.get("method") if isinstance(spec, dict) else None,
         spec_tokens=int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0,
         async_scheduling=args.async_scheduling,
         enable_prefix_caching=args.enable_prefix_caching,
+        block_size=args.block_size,
+        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype,
     )

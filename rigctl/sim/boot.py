@@ -19,8 +19,14 @@ from rigctl.sim.models import ModelSpec
 from rigctl.units import GIB
 
 VERSION = "0.33.0"  # the vLLM the simulator is, unless started with --as-version
-LOGO = ("", "       █     █     █▄   ▄█", " ▄▄ ▄█ █     █     █ ▀▄▀ █  version {version}",
-        "  █▄█▀ █     █     █     █  model   {model}", "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀", "")
+LOGO = (
+    "",
+    "       █     █     █▄   ▄█",
+    " ▄▄ ▄█ █     █     █ ▀▄▀ █  version {version}",
+    "  █▄█▀ █     █     █     █  model   {model}",
+    "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀",
+    "",
+)
 
 
 class VllmLog:
@@ -85,8 +91,10 @@ def checkpoint(phase: str) -> None:
             sys.stdout.write(line)
         sys.stdout.flush()
     if os.environ.get("RIGCTL_SIM_CRASH_AT") == phase:
-        sys.stdout.write("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f3a (most recent call first):\n"
-                         '  File "vllm/v1/worker/gpu_model_runner.py", line 5071 in load_model\n')
+        sys.stdout.write(
+            "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f3a (most recent call first):\n"
+            '  File "vllm/v1/worker/gpu_model_runner.py", line 5071 in load_model\n'
+        )
         sys.stdout.flush()
         os._exit(139)
     if os.environ.get("RIGCTL_SIM_HANG_AT") == phase:
@@ -98,8 +106,10 @@ def _engine_failed(log: VllmLog, error: str) -> None:
     log("EngineCore", "core.py:1584", "EngineCore failed to start.", "ERROR", 1)
     log.raw(f"(EngineCore pid={log.pid + 1}) Traceback (most recent call last):")
     log.raw(f"(EngineCore pid={log.pid + 1}) {error}")
-    log.raw(f"(APIServer pid={log.pid}) RuntimeError: Engine core initialization failed. See root cause above. "
-            f"Failed core proc(s): {{'EngineCore': 1}}")
+    log.raw(
+        f"(APIServer pid={log.pid}) RuntimeError: Engine core initialization failed. See root cause above. "
+        f"Failed core proc(s): {{'EngineCore': 1}}"
+    )
     raise BootFailed(error)
 
 
@@ -107,37 +117,64 @@ def engine_processes(cfg: EngineConfig) -> list[str]:
     return [f"EngineCore_DP{d}" if cfg.dp > 1 else "EngineCore" for d in range(cfg.dp)]
 
 
-def run_boot(log: VllmLog, cfg: EngineConfig, model: ModelSpec, plans: list[MemoryPlan], devices: list[int],
-             on_weights: Callable[[], None], on_kv: Callable[[], None]) -> None:
+def run_boot(
+    log: VllmLog,
+    cfg: EngineConfig,
+    model: ModelSpec,
+    plans: list[MemoryPlan],
+    devices: list[int],
+    on_weights: Callable[[], None],
+    on_kv: Callable[[], None],
+) -> None:
     """Write the boot log for `plans` (one per GPU); raise BootFailed after the explaining lines."""
     worker = "Worker_TP0" if cfg.tp * cfg.pp > 1 else engine_processes(cfg)[0]
     first = plans[0]
-    log("EngineCore", "core.py:140", f"Initializing a V1 LLM engine (v{log.version}) with config: model='{cfg.model}', "
+    log(
+        "EngineCore",
+        "core.py:140",
+        f"Initializing a V1 LLM engine (v{log.version}) with config: model='{cfg.model}', "
         f"tensor_parallel_size={cfg.tp}, pipeline_parallel_size={cfg.pp}, data_parallel_size={cfg.dp}, "
         f"max_seq_len={first.max_model_len}, kv_cache_dtype={cfg.kv_cache_dtype}, enforce_eager={cfg.enforce_eager}",
-        offset=1)
+        offset=1,
+    )
     for plan, device in zip(plans, devices, strict=True):
         if plan.failure == "foreign_vram":
-            _engine_failed(log, f"ValueError: Free memory on device cuda:{device} ({plan.free_at_start / GIB:.2f}/"
-                                f"{plan.total / GIB:.2f} GiB) on startup is less than desired GPU memory utilization "
-                                f"({cfg.gpu_memory_utilization}, {plan.budget / GIB:.2f} GiB). Decrease GPU memory "
-                                "utilization or reduce GPU memory used by other processes.")
+            _engine_failed(
+                log,
+                f"ValueError: Free memory on device cuda:{device} ({plan.free_at_start / GIB:.2f}/"
+                f"{plan.total / GIB:.2f} GiB) on startup is less than desired GPU memory utilization "
+                f"({cfg.utilization}, {plan.budget / GIB:.2f} GiB). Decrease GPU memory "
+                "utilization or reduce GPU memory used by other processes.",
+            )
     checkpoint("load")
     load_seconds = first.weights * cfg.tp * cfg.pp / 1.6e9 / cfg.tp + 2.0
     pause(load_seconds)
     if first.failure == "oom_load":
         free_gib = max(0.0, (first.free_at_start - first.weights * 0.8) / GIB)
-        log(worker, "gpu_model_runner.py:5077", "Failed to load model - not enough GPU memory. Try lowering "
+        log(
+            worker,
+            "gpu_model_runner.py:5077",
+            "Failed to load model - not enough GPU memory. Try lowering "
             "--gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using "
             "--quantization. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more tips. "
-            "(original error: CUDA out of memory)", "ERROR", 3)
-        _engine_failed(log, f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB. GPU {devices[0]} "
-                            f"has a total capacity of {first.total / GIB:.2f} GiB of which {free_gib:.2f} GiB is free. "
-                            f"Including non-PyTorch memory, this process has {first.free_at_start / GIB - free_gib:.2f} "
-                            "GiB memory in use.")
+            "(original error: CUDA out of memory)",
+            "ERROR",
+            3,
+        )
+        _engine_failed(
+            log,
+            f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB. GPU {devices[0]} "
+            f"has a total capacity of {first.total / GIB:.2f} GiB of which {free_gib:.2f} GiB is free. "
+            f"Including non-PyTorch memory, this process has {first.free_at_start / GIB - free_gib:.2f} "
+            "GiB memory in use.",
+        )
     log(worker, "default_loader.py:507", f"Loading weights took {load_seconds - 1.5:.2f} seconds", offset=3)
-    log(worker, "gpu_model_runner.py:5089", f"Model loading took {(first.weights + first.mtp_head) / GIB:.2f} GiB "
-        f"memory and {load_seconds:.6f} seconds", offset=3)
+    log(
+        worker,
+        "gpu_model_runner.py:5089",
+        f"Model loading took {(first.weights + first.mtp_head) / GIB:.2f} GiB memory and {load_seconds:.6f} seconds",
+        offset=3,
+    )
     on_weights()
     compile_seconds = 0.0 if cfg.enforce_eager else 21.4
     if cfg.enforce_eager:
@@ -148,24 +185,43 @@ def run_boot(log: VllmLog, cfg: EngineConfig, model: ModelSpec, plans: list[Memo
     checkpoint("profile")
     pause(2.5)
     if model.hybrid:
-        log(worker, "config.py:512", f"Setting attention block size to {first.block_size} tokens to ensure that "
-            "attention page size is >= mamba page size.", offset=3)
+        log(
+            worker,
+            "config.py:512",
+            f"Setting attention block size to {first.block_size} tokens to ensure that attention page size is >= mamba page size.",
+            offset=3,
+        )
     log(worker, "gpu_worker.py:772", f"Available KV cache memory: {max(first.kv_memory, 0) / GIB:.2f} GiB", offset=3)
     if first.failure == "no_kv_memory":
-        _engine_failed(log, "ValueError: No available memory for the cache blocks. Try increasing "
-                            "`gpu_memory_utilization` when initializing the engine.")
+        _engine_failed(
+            log,
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.",
+        )
     if first.failure == "max_model_len":
         needed = first.max_model_len * first.kv_bytes_per_token / GIB
-        _engine_failed(log, f"ValueError: To serve at least one request with the model's max seq len "
-                            f"({first.max_model_len}), ({needed:.2f} GiB KV cache is needed, which is larger than the "
-                            f"available KV cache memory ({first.kv_memory / GIB:.2f} GiB). Based on the available "
-                            f"memory, the estimated maximum model length is {first.estimated_max_len}. Try increasing "
-                            "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-                            "decreasing `max_model_len` when initializing the engine. See "
-                            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+        _engine_failed(
+            log,
+            f"ValueError: To serve at least one request with the model's max seq len "
+            f"({first.max_model_len}), ({needed:.2f} GiB KV cache is needed, which is larger than the "
+            f"available KV cache memory ({first.kv_memory / GIB:.2f} GiB). Based on the available "
+            f"memory, the estimated maximum model length is {first.estimated_max_len}. Try increasing "
+            "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+            "decreasing `max_model_len` when initializing the engine. See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+        )
+    if first.failure == "max_num_seqs":
+        _engine_failed(
+            log, f"ValueError: max_num_seqs ({cfg.seqs(first.total)}) exceeds available Mamba cache blocks ({first.mamba_blocks})"
+        )
     for d, process in enumerate(engine_processes(cfg)):
-        log(process, "kv_cache_utils.py:1148", f"GPU KV cache size: {first.kv_tokens:,} tokens, Maximum concurrency "
-            f"for {first.max_model_len:,} tokens per request: {first.concurrency:.2f}x", offset=1 + d)
+        log(
+            process,
+            "kv_cache_utils.py:1148",
+            f"GPU KV cache size: {first.kv_tokens:,} tokens, Maximum concurrency "
+            f"for {first.max_model_len:,} tokens per request: {first.concurrency:.2f}x",
+            offset=1 + d,
+        )
     on_kv()
     checkpoint("graphs")
     graph_seconds = 0.0
@@ -174,10 +230,18 @@ def run_boot(log: VllmLog, cfg: EngineConfig, model: ModelSpec, plans: list[Memo
         pause(graph_seconds)
         log.raw("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67 [00:04<00:00, 15.18it/s]")
         log.raw("Capturing CUDA graphs (decode, FULL): 100%|██████████| 35/35 [00:01<00:00, 17.82it/s]")
-        log(worker, "gpu_model_runner.py:6592", f"Graph capturing finished in {graph_seconds:.0f} secs, took "
-            f"{first.graphs / GIB:.2f} GiB", offset=3)
+        log(
+            worker,
+            "gpu_model_runner.py:6592",
+            f"Graph capturing finished in {graph_seconds:.0f} secs, took {first.graphs / GIB:.2f} GiB",
+            offset=3,
+        )
     total = load_seconds + compile_seconds + 2.5 + graph_seconds + 1.2
     compiled = f" (compilation: {compile_seconds:.2f} s)" if compile_seconds else ""
-    log(engine_processes(cfg)[0], "core.py:396", f"init engine (profile, create kv cache, warmup model) took "
-        f"{total:.2f} s{compiled}", offset=1)
+    log(
+        engine_processes(cfg)[0],
+        "core.py:396",
+        f"init engine (profile, create kv cache, warmup model) took {total:.2f} s{compiled}",
+        offset=1,
+    )
     checkpoint("ready")

@@ -33,8 +33,9 @@ def default_claims_dir() -> Path:
 def write_claim(claims_dir: Path, pid: int, entries: list[dict[str, object]]) -> Path:
     """Atomically (re)write the claim of `pid`: entries of gpu, memory_bytes, title, load."""
     target = claims_dir / f"{pid}.json"
-    write_text_atomic(target, json.dumps({"pid": pid, "create_time": start_time(pid), "start_id": start_id(pid),
-                                          "gpus": entries}), mode=0o644)
+    write_text_atomic(
+        target, json.dumps({"pid": pid, "create_time": start_time(pid), "start_id": start_id(pid), "gpus": entries}), mode=0o644
+    )
     return target
 
 

@@ -63,7 +63,7 @@ def prompt_blocks(text: str, block_tokens: int) -> tuple[int, list[str]]:
     chars = block_tokens * 4
     blocks, digest = [], hashlib.blake2b(digest_size=8)
     for start in range(0, (tokens // block_tokens) * chars, chars):
-        digest.update(text[start:start + chars].encode())
+        digest.update(text[start : start + chars].encode())
         blocks.append(digest.hexdigest())
     return tokens, blocks
 
@@ -71,8 +71,17 @@ def prompt_blocks(text: str, block_tokens: int) -> tuple[int, list[str]]:
 class EngineReplica:
     """One DP rank: its pool, prefix cache, queues and stats."""
 
-    def __init__(self, index: int, pool_tokens: int, block_tokens: int, max_seqs: int, chunk: int,
-                 speed: Speed, stats: Stats, rng: random.Random) -> None:
+    def __init__(
+        self,
+        index: int,
+        pool_tokens: int,
+        block_tokens: int,
+        max_seqs: int,
+        chunk: int,
+        speed: Speed,
+        stats: Stats,
+        rng: random.Random,
+    ) -> None:
         self.index = index
         self.pool = pool_tokens
         self.block = block_tokens
@@ -134,8 +143,7 @@ class EngineReplica:
                     computed = request.prompt_tokens - request.cached
                     self.stats.count("prompt_tokens", request.prompt_tokens, self.index)
                     self.stats.count_by("prompt_tokens_by_source", "source", "local_compute", computed, self.index)
-                    self.stats.count_by("prompt_tokens_by_source", "source", "local_cache_hit", request.cached,
-                                        self.index)
+                    self.stats.count_by("prompt_tokens_by_source", "source", "local_cache_hit", request.cached, self.index)
                     self.stats.count("prompt_tokens_cached", request.cached, self.index)
                     self.stats.observe("request_prefill_time_seconds", now - (request.admitted_at or now), self.index)
         rate = self._per_stream_rate(len(decoding), any(r.prefilled < r.prompt_tokens for r in self.running))
@@ -167,12 +175,14 @@ class EngineReplica:
         k = self.speed.spec_tokens
         accepted = 0
         for position in range(k):
-            chance = ACCEPTANCE[position] / ACCEPTANCE[position - 1] if position else \
-                min(1.0, ACCEPTANCE[0] * self.speed.acceptance_scale)
+            chance = (
+                ACCEPTANCE[position] / ACCEPTANCE[position - 1]
+                if position
+                else min(1.0, ACCEPTANCE[0] * self.speed.acceptance_scale)
+            )
             if self.rng.random() < chance:
                 accepted += 1
-                self.stats.count_by("spec_decode_num_accepted_tokens_per_pos", "position", str(position), 1,
-                                    self.index)
+                self.stats.count_by("spec_decode_num_accepted_tokens_per_pos", "position", str(position), 1, self.index)
             else:
                 break
         self.stats.count("spec_decode_num_drafts", 1, self.index)
@@ -211,8 +221,9 @@ class EngineReplica:
             s.observe("request_decode_time_seconds", now - request.first_token_at, self.index)
             s.observe("request_inference_time_seconds", now - (request.admitted_at or now), self.index)
             if request.generated > 1:
-                s.observe("request_time_per_output_token_seconds",
-                          (now - request.first_token_at) / (request.generated - 1), self.index)
+                s.observe(
+                    "request_time_per_output_token_seconds", (now - request.first_token_at) / (request.generated - 1), self.index
+                )
         request.out.put((0, reason))
 
 
@@ -238,8 +249,14 @@ class EngineSim:
         with self.lock:
             replica = min(self.replicas, key=lambda r: len(r.running) + len(r.waiting))
             tokens, blocks = prompt_blocks(text, replica.block)
-            request = Request(rid=f"cmpl-{next(self._ids):08x}", engine=replica.index, prompt_tokens=tokens,
-                              blocks=blocks, max_tokens=max(1, max_tokens), arrival=self.clock())
+            request = Request(
+                rid=f"cmpl-{next(self._ids):08x}",
+                engine=replica.index,
+                prompt_tokens=tokens,
+                blocks=blocks,
+                max_tokens=max(1, max_tokens),
+                arrival=self.clock(),
+            )
             replica.waiting.append(request)
         return request
 

@@ -37,8 +37,10 @@ def render(stats: Stats, model_name: str, cache_info: dict[str, str], started: f
             for e in engines:
                 waiting = stats._gauges.get((name, e), 0.0)
                 for reason, value in (("capacity", waiting), ("deferred", 0.0)):
-                    add(f"vllm:num_requests_waiting_by_reason{_labels(engine=str(e), model_name=model_name, reason=reason)}"
-                        f" {go_float(value)}")
+                    add(
+                        f"vllm:num_requests_waiting_by_reason{_labels(engine=str(e), model_name=model_name, reason=reason)}"
+                        f" {go_float(value)}"
+                    )
     counters = sorted(set(stats._counters), key=lambda k: (list(COUNTERS).index(k[0]), k[1], k[3] or ""))
     for name in COUNTERS:
         keys = [k for k in counters if k[0] == name]
@@ -79,9 +81,15 @@ def render(stats: Stats, model_name: str, cache_info: dict[str, str], started: f
 # Families real vLLM 0.32/0.33 expose that the simulated engine has no figures for: present,
 # with vLLM's names, types and bucket edges, so a scrape of the simulator has every family a
 # scrape of vLLM has (tests/sim compares them with a real CPU-build scrape).
-_QUIET_COUNTERS = ("estimated_flops_per_gpu", "estimated_read_bytes_per_gpu", "estimated_write_bytes_per_gpu",
-                   "external_prefix_cache_queries", "external_prefix_cache_hits", "mm_cache_queries",
-                   "mm_cache_hits")
+_QUIET_COUNTERS = (
+    "estimated_flops_per_gpu",
+    "estimated_read_bytes_per_gpu",
+    "estimated_write_bytes_per_gpu",
+    "external_prefix_cache_queries",
+    "external_prefix_cache_hits",
+    "mm_cache_queries",
+    "mm_cache_hits",
+)
 _QUIET_HISTOGRAMS = {
     "iteration_tokens_total": (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384),
     "request_max_num_generation_tokens": (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000),

@@ -43,8 +43,9 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path not in self.server.quiet_paths:
             phrase = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}.get(status, "")
-            self.server.log.uvicorn(f'{self.client_address[0]}:{self.client_address[1]} - "{self.command} '
-                                    f'{self.path} HTTP/1.1" {status} {phrase}')
+            self.server.log.uvicorn(
+                f'{self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} HTTP/1.1" {status} {phrase}'
+            )
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
         self.send_response(status)
@@ -78,13 +79,23 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"server_load": 0})
         elif path == "/metrics":
             with self.server.engine.lock:
-                text = exposition.render(self.server.engine.replicas[0].stats, self.server.served_names[0],
-                                         self.server.cache_info, self.server.started)
+                text = exposition.render(
+                    self.server.engine.replicas[0].stats, self.server.served_names[0], self.server.cache_info, self.server.started
+                )
             self._send(200, text.encode(), exposition.CONTENT_TYPE)
         elif path == "/v1/models":
-            cards = [{"id": name, "object": "model", "created": self.server.created, "owned_by": "vllm",
-                      "root": self.server.served_names[0], "parent": None, "max_model_len": self.server.max_model_len}
-                     for name in self.server.served_names]
+            cards = [
+                {
+                    "id": name,
+                    "object": "model",
+                    "created": self.server.created,
+                    "owned_by": "vllm",
+                    "root": self.server.served_names[0],
+                    "parent": None,
+                    "max_model_len": self.server.max_model_len,
+                }
+                for name in self.server.served_names
+            ]
             self._json(200, {"object": "list", "data": cards})
         else:
             self._json(404, {"detail": "Not Found"})
@@ -108,11 +119,11 @@ class Handler(BaseHTTPRequestHandler):
         chat = path.endswith("chat/completions")
         if chat and body.get("tool_choice") == "auto" and not self.server.auto_tools:
             # vLLM's renderer, word for word (vllm/renderers/online_renderer.py), HTTP 400
-            self._error(400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
-                        "BadRequestError")
+            self._error(
+                400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set', "BadRequestError"
+            )
             return
-        text = (" ".join(str(m.get("content", "")) for m in body.get("messages", []))
-                if chat else str(body.get("prompt", "")))
+        text = " ".join(str(m.get("content", "")) for m in body.get("messages", [])) if chat else str(body.get("prompt", ""))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         request = self.server.engine.submit(text, max_tokens)
         if body.get("stream"):
@@ -142,15 +153,28 @@ class Handler(BaseHTTPRequestHandler):
                 text = " tok" * tokens
                 choice: dict[str, object] = {"index": 0, "finish_reason": reason}
                 choice.update({"delta": {"content": text}} if chat else {"text": text})
-                chunk = {"id": request.rid, "object": kind, "created": int(time.time()),
-                         "model": self.server.served_names[0], "choices": [choice]}
+                chunk = {
+                    "id": request.rid,
+                    "object": kind,
+                    "created": int(time.time()),
+                    "model": self.server.served_names[0],
+                    "choices": [choice],
+                }
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             if usage:  # stream_options.include_usage: vLLM's last chunk has no choices, only the counts
-                last = {"id": request.rid, "object": kind, "created": int(time.time()),
-                        "model": self.server.served_names[0], "choices": [],
-                        "usage": {"prompt_tokens": request.prompt_tokens, "completion_tokens": generated,
-                                  "total_tokens": request.prompt_tokens + generated}}
+                last = {
+                    "id": request.rid,
+                    "object": kind,
+                    "created": int(time.time()),
+                    "model": self.server.served_names[0],
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": request.prompt_tokens,
+                        "completion_tokens": generated,
+                        "total_tokens": request.prompt_tokens + generated,
+                    },
+                }
                 self.wfile.write(f"data: {json.dumps(last)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
         except (BrokenPipeError, ConnectionResetError):
@@ -165,7 +189,18 @@ class Handler(BaseHTTPRequestHandler):
         text = " tok" * generated
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
         choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
-        self._json(200, {"id": request.rid, "object": "chat.completion" if chat else "text_completion",
-                         "created": int(time.time()), "model": self.server.served_names[0], "choices": [choice],
-                         "usage": {"prompt_tokens": request.prompt_tokens, "completion_tokens": generated,
-                                   "total_tokens": request.prompt_tokens + generated}})
+        self._json(
+            200,
+            {
+                "id": request.rid,
+                "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()),
+                "model": self.server.served_names[0],
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": request.prompt_tokens,
+                    "completion_tokens": generated,
+                    "total_tokens": request.prompt_tokens + generated,
+                },
+            },
+        )

@@ -15,8 +15,14 @@ SYSTEM_PROMPTS = [
     "You are a careful coding agent. Follow the repository's conventions. " * 180,
     "You are a research assistant who cites sources and answers tersely. " * 200,
 ]
-QUESTIONS = ["Refactor the parser.", "Why does the test fail?", "Summarise the paper.", "Plan the migration.",
-             "Explain the KV cache.", "Write a unit test."]
+QUESTIONS = [
+    "Refactor the parser.",
+    "Why does the test fail?",
+    "Summarise the paper.",
+    "Plan the migration.",
+    "Explain the KV cache.",
+    "Write a unit test.",
+]
 
 
 class LoadGenerator:
@@ -51,7 +57,8 @@ class LoadGenerator:
                 url, model = target
                 prompt = rng.choice(SYSTEM_PROMPTS) + rng.choice(QUESTIONS) + f" (user {n}, turn {rng.random():.4f})"
                 try:
-                    http.post(f"{url}/v1/completions", json={"model": model, "prompt": prompt,
-                                                            "max_tokens": rng.choice((64, 128, 256))})
+                    http.post(
+                        f"{url}/v1/completions", json={"model": model, "prompt": prompt, "max_tokens": rng.choice((64, 128, 256))}
+                    )
                 except httpx.HTTPError:
                     continue  # the server is switching or down; try again later

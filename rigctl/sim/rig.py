@@ -40,8 +40,7 @@ def _noise(*key: object) -> float:
 class SimulatedBackend:
     """GpuBackend for a simulated rig."""
 
-    def __init__(self, spec: RigSpec, claims_dir: Path | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, spec: RigSpec, claims_dir: Path | None = None, clock: Callable[[], float] = time.time) -> None:
         self.spec = spec
         self.name = f"sim:{spec.name}"
         self._claims = ClaimsReader(claims_dir)
@@ -49,8 +48,7 @@ class SimulatedBackend:
         self._info = spec.to_info(self.name)
         start = clock()
         self._thermal = [
-            _Thermal(temperature=AMBIENT_C + 4 + g.index * 2, energy_j=1.0e6 + g.index * 3.7e4, last=start)
-            for g in spec.gpus
+            _Thermal(temperature=AMBIENT_C + 4 + g.index * 2, energy_j=1.0e6 + g.index * 3.7e4, last=start) for g in spec.gpus
         ]
 
     def info(self) -> RigInfo:
@@ -63,7 +61,10 @@ class SimulatedBackend:
 
     def _sample_one(self, gpu: GpuSpec, now: float, claims: list[ClaimedProcess]) -> GpuSample:
         tick = int(now * 2)  # the noise changes twice a second, like a 1 s NVML average would
-        n = lambda what: _noise(self.spec.name, gpu.index, what, tick)  # noqa: E731
+
+        def n(what: str) -> float:
+            return _noise(self.spec.name, gpu.index, what, tick)
+
         load = min(1.0, sum(c.load for c in claims))
         busy = load >= IDLE
         state = self._thermal[gpu.index]
@@ -105,8 +106,7 @@ class SimulatedBackend:
     @staticmethod
     def _processes(gpu: GpuSpec, claims: list[ClaimedProcess]) -> tuple[GpuProcess, ...]:
         resident = [
-            GpuProcess(pid=p.pid, used_memory=p.memory_bytes, name=p.name, cmdline=p.cmdline or p.name,
-                       user=p.user or "root")
+            GpuProcess(pid=p.pid, used_memory=p.memory_bytes, name=p.name, cmdline=p.cmdline or p.name, user=p.user or "root")
             for p in gpu.processes
         ]
         claimed = [GpuProcess(pid=c.pid, used_memory=c.memory_bytes, name=c.title) for c in claims]

@@ -6,6 +6,7 @@ and the test suite's fake NVML library describes the same rig to the real NVML b
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -14,7 +15,6 @@ from typing import Any
 from rigctl.errors import BadInputError
 from rigctl.gpu.model import Gpu, NvLink, P2PCap, P2PStatus, RigInfo, normalise_bus_id
 from rigctl.gpu.nvml_codes import board_pcie_width
-from rigctl.tomlread import tomllib
 from rigctl.units import MIB
 
 
@@ -85,19 +85,31 @@ class RigSpec:
             if g.nvlink_peer is not None:
                 peer_bus = by_index[g.nvlink_peer].bus_id
                 links = tuple(
-                    NvLink(link=n, active=True, version=g.nvlink_version, remote_bus_id=peer_bus,
-                           speed_gbps=g.nvlink_speed_gbps)
+                    NvLink(link=n, active=True, version=g.nvlink_version, remote_bus_id=peer_bus, speed_gbps=g.nvlink_speed_gbps)
                     for n in range(g.nvlink_links)
                 )
             out.append(
                 Gpu(
-                    index=g.index, name=g.name, uuid=g.uuid, bus_id=g.bus_id, memory_total=g.memory_total,
-                    power_limit_w=g.power_limit_w, power_min_w=g.power_min_w, power_max_w=g.power_max_w,
-                    power_default_w=g.power_default_w, pcie_gen_max=g.pcie_gen_max,
-                    pcie_width_max=g.pcie_width_max, pcie_gpu_gen_max=g.pcie_gpu_gen_max,
-                    pcie_gpu_width_max=board_pcie_width(g.name), sm_clock_max=g.sm_clock_max,
-                    mem_clock_max=g.mem_clock_max, nvlinks=links, persistence_mode=True,
-                    cpu_affinity=self.cpu_affinity, numa_affinity=self.numa_affinity, gpu_numa_id=None,
+                    index=g.index,
+                    name=g.name,
+                    uuid=g.uuid,
+                    bus_id=g.bus_id,
+                    memory_total=g.memory_total,
+                    power_limit_w=g.power_limit_w,
+                    power_min_w=g.power_min_w,
+                    power_max_w=g.power_max_w,
+                    power_default_w=g.power_default_w,
+                    pcie_gen_max=g.pcie_gen_max,
+                    pcie_width_max=g.pcie_width_max,
+                    pcie_gpu_gen_max=g.pcie_gpu_gen_max,
+                    pcie_gpu_width_max=board_pcie_width(g.name),
+                    sm_clock_max=g.sm_clock_max,
+                    mem_clock_max=g.mem_clock_max,
+                    nvlinks=links,
+                    persistence_mode=True,
+                    cpu_affinity=self.cpu_affinity,
+                    numa_affinity=self.numa_affinity,
+                    gpu_numa_id=None,
                 )
             )
         return tuple(out)
@@ -116,9 +128,13 @@ class RigSpec:
                     p2p[(a.index, b.index, cap)] = pair.p2p.get(cap, P2PStatus.NS) if pair else P2PStatus.NS
         cuda = self.cuda_driver_version
         return RigInfo(
-            backend=backend, gpus=self.static_gpus(), driver_version=self.driver_version,
-            cuda_driver_version=f"{cuda // 1000}.{cuda % 1000 // 10}", nvml_version=self.nvml_version,
-            pcie_paths=paths, p2p=p2p,
+            backend=backend,
+            gpus=self.static_gpus(),
+            driver_version=self.driver_version,
+            cuda_driver_version=f"{cuda // 1000}.{cuda % 1000 // 10}",
+            nvml_version=self.nvml_version,
+            pcie_paths=paths,
+            p2p=p2p,
         )
 
 
@@ -127,8 +143,11 @@ def _rigs_dir() -> Any:
 
 
 def list_rigs() -> list[RigSpec]:
-    return [load_rig(entry.name[: -len(".toml")]) for entry in sorted(_rigs_dir().iterdir(), key=lambda e: e.name)
-            if entry.name.endswith(".toml")]
+    return [
+        load_rig(entry.name[: -len(".toml")])
+        for entry in sorted(_rigs_dir().iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".toml")
+    ]
 
 
 def rig_names() -> list[str]:
@@ -165,11 +184,15 @@ def parse_rig(name: str, text: str, source: str) -> RigSpec:
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise BadInputError(f"{source}: invalid rig description: {exc!r}") from exc
     return RigSpec(
-        name=name, description=str(data.get("description", name)), gpus=gpus, pairs=pairs,
+        name=name,
+        description=str(data.get("description", name)),
+        gpus=gpus,
+        pairs=pairs,
         driver_version=str(data.get("driver_version", "580.95.05")),
         cuda_driver_version=int(data.get("cuda_driver_version", 13000)),
         nvml_version=str(data.get("nvml_version", "13.580.95.05")),
-        cpu_affinity=str(data.get("cpu_affinity", "0-15")), numa_affinity=str(data.get("numa_affinity", "0")),
+        cpu_affinity=str(data.get("cpu_affinity", "0-15")),
+        numa_affinity=str(data.get("numa_affinity", "0")),
         source=source,
     )
 
@@ -177,18 +200,33 @@ def parse_rig(name: str, text: str, source: str) -> RigSpec:
 def _gpu(index: int, g: dict[str, Any]) -> GpuSpec:
     link = g.get("nvlink") or {}
     return GpuSpec(
-        index=index, name=str(g["name"]), uuid=str(g["uuid"]), bus_id=normalise_bus_id(str(g["bus_id"])),
-        memory_total=int(g["memory_total_mib"]) * MIB, power_limit_w=float(g["power_limit_w"]),
-        power_min_w=float(g["power_min_w"]), power_max_w=float(g["power_max_w"]),
-        power_default_w=float(g["power_default_w"]), idle_power_w=float(g["idle_power_w"]),
-        pcie_gen_max=int(g["pcie_gen_max"]), pcie_width_max=int(g["pcie_width_max"]),
-        pcie_gpu_gen_max=int(g["pcie_gpu_gen_max"]), sm_clock_max=int(g["sm_clock_max"]),
+        index=index,
+        name=str(g["name"]),
+        uuid=str(g["uuid"]),
+        bus_id=normalise_bus_id(str(g["bus_id"])),
+        memory_total=int(g["memory_total_mib"]) * MIB,
+        power_limit_w=float(g["power_limit_w"]),
+        power_min_w=float(g["power_min_w"]),
+        power_max_w=float(g["power_max_w"]),
+        power_default_w=float(g["power_default_w"]),
+        idle_power_w=float(g["idle_power_w"]),
+        pcie_gen_max=int(g["pcie_gen_max"]),
+        pcie_width_max=int(g["pcie_width_max"]),
+        pcie_gpu_gen_max=int(g["pcie_gpu_gen_max"]),
+        sm_clock_max=int(g["sm_clock_max"]),
         mem_clock_max=int(g["mem_clock_max"]),
-        nvlink_peer=int(link["peer"]) if link else None, nvlink_links=int(link.get("links", 0)),
-        nvlink_version=link.get("version"), nvlink_speed_gbps=link.get("speed_gbps"),
+        nvlink_peer=int(link["peer"]) if link else None,
+        nvlink_links=int(link.get("links", 0)),
+        nvlink_version=link.get("version"),
+        nvlink_speed_gbps=link.get("speed_gbps"),
         processes=tuple(
-            ProcessSpec(pid=int(p["pid"]), name=str(p["name"]), memory_bytes=int(p["memory_mib"]) * MIB,
-                        cmdline=p.get("cmdline"), user=p.get("user"))
+            ProcessSpec(
+                pid=int(p["pid"]),
+                name=str(p["name"]),
+                memory_bytes=int(p["memory_mib"]) * MIB,
+                cmdline=p.get("cmdline"),
+                user=p.get("user"),
+            )
             for p in g.get("processes", [])
         ),
     )

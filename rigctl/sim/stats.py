@@ -11,18 +11,59 @@ from dataclasses import dataclass, field
 
 # vLLM 0.33 default buckets (vllm/v1/metrics: TTFT 1 ms..2560 s, ITL/TPOT 10 ms..80 s,
 # request phases 0.3 s..7680 s).
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-                40.0, 80.0, 160.0, 640.0, 2560.0)
-TOKEN_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-                         20.0, 40.0, 80.0)
-PHASE_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
-                 480.0, 960.0, 1920.0, 7680.0)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+TOKEN_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+PHASE_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
 
 HISTOGRAMS = {
     "time_to_first_token_seconds": ("Histogram of time to first token in seconds.", TTFT_BUCKETS),
     "inter_token_latency_seconds": ("Histogram of inter-token latency in seconds.", TOKEN_LATENCY_BUCKETS),
-    "request_time_per_output_token_seconds": ("Histogram of time_per_output_token_seconds per request.",
-                                              TOKEN_LATENCY_BUCKETS),
+    "request_time_per_output_token_seconds": ("Histogram of time_per_output_token_seconds per request.", TOKEN_LATENCY_BUCKETS),
     "e2e_request_latency_seconds": ("Histogram of e2e request latency in seconds.", PHASE_BUCKETS),
     "request_queue_time_seconds": ("Histogram of time spent in WAITING phase for request.", PHASE_BUCKETS),
     "request_inference_time_seconds": ("Histogram of time spent in RUNNING phase for request.", PHASE_BUCKETS),
@@ -63,7 +104,7 @@ def go_float(value: float) -> str:
     text = repr(float(value))
     dot = text.find(".")
     if value > 0 and dot > 6 and "e" not in text:
-        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1:]}".rstrip("0.")
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
         return f"{mantissa}e+0{dot - 1}"
     return text
 
@@ -106,8 +147,7 @@ class Stats:
         self._counters: dict[tuple[str, int, str | None, str | None], float] = {}
         self._gauges: dict[tuple[str, int], float] = {}
         tokens = token_buckets(max_model_len)
-        self._hist = {(name, e): Histogram(buckets or tokens)
-                      for name, (_, buckets) in HISTOGRAMS.items() for e in range(engines)}
+        self._hist = {(name, e): Histogram(buckets or tokens) for name, (_, buckets) in HISTOGRAMS.items() for e in range(engines)}
         for e in range(engines):
             for reason in ("stop", "length", "abort", "error", "repetition"):
                 self._counters[("request_success", e, "finished_reason", reason)] = 0.0
@@ -135,5 +175,8 @@ class Stats:
             self._hist[(name, engine)].observe(value)
 
     def counter_value(self, name: str, engine: int = 0, label_value: str | None = None) -> float:
-        return sum(v for (n, e, _, lv), v in self._counters.items()
-                   if n == name and e == engine and (label_value is None or lv == label_value))
+        return sum(
+            v
+            for (n, e, _, lv), v in self._counters.items()
+            if n == name and e == engine and (label_value is None or lv == label_value)
+        )

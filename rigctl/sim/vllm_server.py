@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from rigctl import paths
 from rigctl.files import open_own
 from rigctl.gpu.model import P2PCap, P2PStatus
-from rigctl.profiles.options import load_option_table
 from rigctl.sim import args as sim_args
 from rigctl.sim.boot import (
     VERSION,
@@ -40,6 +39,7 @@ from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import RigSpec, load_rig
 from rigctl.sim.speeds import build_factors
 from rigctl.sim.stats import Stats
+from rigctl.vllm.options import load_option_table
 
 DEFAULT_RIG = "2x3090-nvlink"
 _BANDWIDTH = (("5090", 1792.0), ("4090", 1008.0), ("3090 Ti", 1008.0), ("3090", 936.0), ("A6000", 768.0))
@@ -60,7 +60,7 @@ def tp_speedup(rig: RigSpec, devices: list[int], tp: int) -> float:
         base = 1.6
     else:
         base = 1.45  # through host memory: every layer waits on PCIe
-    return base * (tp / 2) ** 0.8
+    return base * float((tp / 2) ** 0.8)
 
 
 def visible_devices(rig: RigSpec) -> list[int]:
@@ -102,18 +102,31 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
     fast = float(os.environ.get("RIGCTL_SIM_SPEED", "1") or 1) * boot_regime()
     prefill_build, decode_build = build_factors(cfg.quantization, cfg.model)  # the owners' figures (speeds.py)
     speed = Speed(
-        decode_tps=model.decode_tps_tp1 * gpu_speed_factor(rig.gpus[devices[0]].name) * tp_speedup(rig, devices, cfg.tp)
-        * fast * decode_build,
+        decode_tps=model.decode_tps_tp1
+        * gpu_speed_factor(rig.gpus[devices[0]].name)
+        * tp_speedup(rig, devices, cfg.tp)
+        * fast
+        * decode_build,
         prefill_tps=model.decode_tps_tp1 * 120 * tp_speedup(rig, devices, cfg.tp) * fast * prefill_build,
         spec_tokens=cfg.spec_tokens,
         async_scheduling=bool(cfg.async_scheduling),
         acceptance_scale=float(os.environ.get("RIGCTL_SIM_ACCEPTANCE", "1") or 1),
     )
     stats = Stats(cfg.dp, plan0.max_model_len, spec=cfg.spec_tokens > 0)
-    pool = plan0.kv_tokens if not model.hybrid else int(plan0.kv_memory / plan0.kv_bytes_per_token)
-    replicas = [EngineReplica(d, pool, plan0.block_size if cfg.enable_prefix_caching is not False else 10**9,
-                              cfg.seqs(total), cfg.chunk(total), speed, stats, random.Random(1234 + d))
-                for d in range(cfg.dp)]
+    pool = plan0.context_tokens
+    replicas = [
+        EngineReplica(
+            d,
+            pool,
+            plan0.block_size if cfg.enable_prefix_caching is not False else 10**9,
+            cfg.seqs(total),
+            cfg.chunk(total),
+            speed,
+            stats,
+            random.Random(1234 + d),
+        )
+        for d in range(cfg.dp)
+    ]
     return EngineSim(replicas)
 
 
@@ -155,9 +168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if max_len > model.max_position and os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
         # vLLM refuses it in its config's validation, before any engine starts (the real CPU build's line)
         log.raw("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig")
-        log.raw(f"  Value error, User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
-                f"(max_position_embeddings={float(model.max_position)} or model_max_length=None in model's "
-                f"config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
+        log.raw(
+            f"  Value error, User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
+            f"(max_position_embeddings={float(model.max_position)} or model_max_length=None in model's "
+            f"config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
+        )
         return 1
     log("APIServer", "model.py:744", f"Resolved architecture: {model.architecture}")
     log("APIServer", "model.py:2170", f"Using max model len {max_len}")
@@ -165,8 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     needed = cfg.tp * cfg.pp * cfg.dp
     claims_dir = default_claims_dir()
     if needed > len(devices):
-        log.raw(f"(APIServer pid={os.getpid()}) ValueError: World size ({needed}) is larger than the number of "
-                f"available GPUs ({len(devices)}) in this node.")
+        log.raw(
+            f"(APIServer pid={os.getpid()}) ValueError: World size ({needed}) is larger than the number of "
+            f"available GPUs ({len(devices)}) in this node."
+        )
         return 1
     free = {s.index: s.memory_free for s in SimulatedBackend(rig, claims_dir=claims_dir).sample()}
     used = devices[:needed]
@@ -175,8 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     state = {"memory": 0.0}
 
     def claim(memory: float, load: float) -> None:
-        write_claim(claims_dir, os.getpid(), [{"gpu": d, "memory_bytes": int(memory), "title": titles[i],
-                                               "load": load} for i, d in enumerate(used)])
+        write_claim(
+            claims_dir,
+            os.getpid(),
+            [{"gpu": d, "memory_bytes": int(memory), "title": titles[i], "load": load} for i, d in enumerate(used)],
+        )
 
     def on_weights() -> None:
         state["memory"] = plans[0].weights + plans[0].mtp_head + plans[0].non_torch
@@ -212,12 +232,22 @@ def _terminate(signum: int, frame: object) -> None:
 def _titles(cfg: EngineConfig) -> list[str]:
     if cfg.tp * cfg.pp == 1:
         return [f"VLLM::EngineCore_DP{d}" if cfg.dp > 1 else "VLLM::EngineCore" for d in range(cfg.dp)]
-    return [f"VLLM::Worker_DP{d}_TP{r}" if cfg.dp > 1 else f"VLLM::Worker_TP{r}"
-            for d in range(cfg.dp) for r in range(cfg.tp * cfg.pp)]
+    return [
+        f"VLLM::Worker_DP{d}_TP{r}" if cfg.dp > 1 else f"VLLM::Worker_TP{r}" for d in range(cfg.dp) for r in range(cfg.tp * cfg.pp)
+    ]
 
 
-def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engine: EngineSim, plan0: MemoryPlan,
-          host: str, port: int, report_load: Callable[[float], None]) -> None:
+def serve(
+    log: VllmLog,
+    sock: socket.socket,
+    ns: object,
+    cfg: EngineConfig,
+    engine: EngineSim,
+    plan0: MemoryPlan,
+    host: str,
+    port: int,
+    report_load: Callable[[float], None],
+) -> None:
     server = SimServer((host, port), Handler, bind_and_activate=False)
     server.socket.close()
     server.socket = sock
@@ -234,17 +264,27 @@ def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engi
     server.auto_tools = bool(getattr(ns, "enable_auto_tool_choice", None) and getattr(ns, "tool_call_parser", None))
     blocks = int(plan0.kv_memory / (plan0.kv_bytes_per_token * plan0.block_size)) if plan0.kv_bytes_per_token else 0
     server.cache_info = {
-        "block_size": str(plan0.block_size), "cache_dtype": cfg.kv_cache_dtype,
+        "block_size": str(plan0.block_size),
+        "cache_dtype": cfg.kv_cache_dtype,
         "enable_prefix_caching": str(cfg.enable_prefix_caching is not False),
-        "gpu_memory_utilization": str(cfg.gpu_memory_utilization), "kv_cache_size_tokens": str(plan0.kv_tokens),
-        "kv_cache_max_concurrency": f"{plan0.concurrency:.2f}", "num_gpu_blocks": str(blocks * cfg.dp),
-        "num_cpu_blocks": "0", "prefix_caching_hash_algo": "sha256",
+        "gpu_memory_utilization": str(cfg.utilization),
+        "kv_cache_size_tokens": str(plan0.kv_tokens),
+        "kv_cache_max_concurrency": f"{plan0.concurrency:.2f}",
+        "num_gpu_blocks": str(blocks * cfg.dp),
+        "num_cpu_blocks": "0",
+        "prefix_caching_hash_algo": "sha256",
     }
     engine.start()
     log("APIServer", "entry.py:139", f"Starting vLLM server on http://{host}:{port}")
     log("APIServer", "launcher.py:188", "Available routes are:")
-    for route, methods in (("/health", "GET"), ("/metrics", "GET"), ("/version", "GET"), ("/v1/models", "GET"),
-                           ("/v1/completions", "POST"), ("/v1/chat/completions", "POST")):
+    for route, methods in (
+        ("/health", "GET"),
+        ("/metrics", "GET"),
+        ("/version", "GET"),
+        ("/v1/models", "GET"),
+        ("/v1/completions", "POST"),
+        ("/v1/chat/completions", "POST"),
+    ):
         log("APIServer", "launcher.py:196", f"Route: {route}, Methods: {methods}")
     log.uvicorn(f"Started server process [{os.getpid()}]")
     log.uvicorn("Waiting for application startup.")
@@ -272,9 +312,13 @@ def serve(log: VllmLog, sock: socket.socket, ns: object, cfg: EngineConfig, engi
 def _stats_line(log: VllmLog, engine: EngineSim, cfg: EngineConfig, tokens: float, seconds: float) -> None:
     for d in range(len(engine_processes(cfg))):
         replica = engine.replicas[d]
-        log("APIServer", "loggers.py:271", f"Engine {d:03d}: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        log(
+            "APIServer",
+            "loggers.py:271",
+            f"Engine {d:03d}: Avg prompt throughput: 0.0 tokens/s, Avg generation "
             f"throughput: {tokens / seconds / cfg.dp:.1f} tokens/s, Running: {len(replica.running)} reqs, Waiting: "
-            f"{len(replica.waiting)} reqs, GPU KV cache usage: {replica.usage() * 100:.1f}%")
+            f"{len(replica.waiting)} reqs, GPU KV cache usage: {replica.usage() * 100:.1f}%",
+        )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
+from rigctl.severity import for_notify
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.bench import BenchScreen
 from rigctl.tui.screens.boot import BootScreen
@@ -41,8 +43,13 @@ from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
 from rigctl.tui.theme import ThemeKeeper
 
-SCREENS = {"dashboard": DashboardScreen, "profiles": ProfilesScreen, "logs": LogScreen, "history": HistoryScreen,
-           "bench": BenchScreen}
+SCREENS = {
+    "dashboard": DashboardScreen,
+    "profiles": ProfilesScreen,
+    "logs": LogScreen,
+    "history": HistoryScreen,
+    "bench": BenchScreen,
+}
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
 
@@ -57,8 +64,13 @@ class RigApp(App[None]):
         Binding("l", "show_logs", "Logs", tooltip="the vLLM server log, followed"),
         Binding("h", "show_history", "History", tooltip="boots recorded: KV pool, load time, per profile"),
         Binding("B", "show_bench", "Bench", tooltip="bench runs: the one running now, the kept ones, their verdicts"),
-        Binding("s", "pick_profile", "Switch", show=False,
-                tooltip="switch profile: opens the profiles; there s switches to the selected one"),
+        Binding(
+            "s",
+            "pick_profile",
+            "Switch",
+            show=False,
+            tooltip="switch profile: opens the profiles; there s switches to the selected one",
+        ),
         Binding("b", "show_boot", "Boot panel", show=False, tooltip="back to the last switch's boot panel"),
         Binding("R", "restart", "Restart", show=False, tooltip="restart the served profile (asks first)"),
         Binding("x", "stop", "Stop", show=False, tooltip="stop the vLLM server (asks first)"),
@@ -67,11 +79,20 @@ class RigApp(App[None]):
         Binding("q", "quit", "Quit", tooltip="quit rigctl (vLLM keeps serving)"),
     ]
 
-    def __init__(self, sampler: RigSampler, serve: ServeContext | None = None, settings: Settings | None = None,
-                 poll_interval: float | None = 1.0, initial_switch: str | None = None, record: bool = False) -> None:
+    def __init__(
+        self,
+        sampler: RigSampler,
+        serve: ServeContext | None = None,
+        settings: Settings | None = None,
+        poll_interval: float | None = 1.0,
+        initial_switch: str | None = None,
+        record: bool = False,
+    ) -> None:
         super().__init__()
         self.sampler = sampler
-        self.serve = serve
+        # the app's own view of the caller's context: its events reach the caller's listener and the
+        # app's screens both, and the caller's context is left as it was given
+        self.serve = dataclasses.replace(serve, on_event=_both(serve.on_event, self._switch_event)) if serve else None
         self.settings = settings or (serve.settings if serve else load_settings())
         self.themes = ThemeKeeper(self, self.settings)
         self.poll_interval = poll_interval
@@ -85,15 +106,14 @@ class RigApp(App[None]):
         self.alerts = AlertTracker()
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
-        self.profiles = ProfilesScreen(sampler.info, serve.tables if serve else OptionTables(
-            self.settings.vllm_command, cached_only=True))
+        self.profiles = ProfilesScreen(
+            sampler.info, serve.tables if serve else OptionTables(self.settings.vllm_command, cached_only=True)
+        )
         self.logs = LogScreen(self.settings)
         self.history = HistoryScreen(id="history")
         self.bench = BenchScreen(id="bench")
         self.boot: BootScreen | None = None
         self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell, self._record_note) if record else None
-        if serve is not None:
-            serve.on_event = self._switch_event
 
     def _switch_event(self, event: Event) -> None:
         self.post_message(SwitchProgress(event))  # from the switch's thread: Textual's messages are thread-safe
@@ -104,8 +124,7 @@ class RigApp(App[None]):
             self.install_screen(getattr(self, name), name)
         self.push_screen("dashboard")
         if self.poll_interval:
-            self._poll_loop_worker = self._poll_loop(self.poll_interval,
-                                                     max(self.poll_interval, self.settings.metrics_interval))
+            self._poll_loop_worker = self._poll_loop(self.poll_interval, max(self.poll_interval, self.settings.metrics_interval))
         else:
             self.poll_now()
         if self.recorder is not None:
@@ -115,8 +134,7 @@ class RigApp(App[None]):
                 self.notify(self.recorder.problem, severity="warning", timeout=15)
         cut = read_live()
         if cut is not None and cut.cut_short:
-            self.notify(cut.note(observe(self.settings).active_profile), title="bench cut short", severity="warning",
-                        timeout=30)
+            self.notify(cut.note(observe(self.settings).active_profile), title="bench cut short", severity="warning", timeout=30)
         if self.initial_switch:
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 
@@ -193,8 +211,9 @@ class RigApp(App[None]):
 
     def _raise(self, alerts: list[Alert]) -> None:
         for alert in alerts:
-            self.notify(alert.text, title=alert.title, severity=alert.severity,  # type: ignore[arg-type]
-                        timeout=30 if alert.severity == "error" else 10)
+            self.notify(
+                alert.text, title=alert.title, severity=for_notify(alert.severity), timeout=30 if alert.severity == "error" else 10
+            )
 
     def _poll_failed(self, source: str, error: str) -> None:
         if source != "rig":
@@ -254,12 +273,10 @@ class RigApp(App[None]):
                 self.start_serving_action(name, lambda ctx: transaction.switch(ctx, name, drain=drain))
 
         if cost is not None and cost.refusal:
-            self.notify(f"{name} would be refused before anything stops: {cost.refusal}", severity="error",
-                        timeout=15)
+            self.notify(f"{name} would be refused before anything stops: {cost.refusal}", severity="error", timeout=15)
             return
         text = "\n".join(cost.lines()) if cost is not None else detail
-        self.push_screen(ConfirmScreen(f"Switch to {name}? The running server stops first.", text, cut=running),
-                         answered)
+        self.push_screen(ConfirmScreen(f"Switch to {name}? The running server stops first.", text, cut=running), answered)
 
     def _served_profile(self, verb: str) -> str | None:
         """The profile of the server rigctl started, if there is one to `verb` now."""
@@ -269,21 +286,23 @@ class RigApp(App[None]):
             self.notify(f"nothing to {verb}: {exc}", severity="warning")
             return None
         if record is None:
-            self.notify(f"nothing to {verb}: no server started by rigctl (p, then s, starts one)",
-                        severity="warning")
+            self.notify(f"nothing to {verb}: no server started by rigctl (p, then s, starts one)", severity="warning")
             return None
         return record.profile if self._can_serve() else None
 
     def action_restart(self) -> None:
         if name := self._served_profile("restart"):
-            self._confirm(f"Restart {name}?", "vLLM stops, then boots the same profile (no rollback target: "
-                          "it is the same profile).", lambda: self.start_serving_action(
-                              name, lambda ctx: transaction.switch(ctx, name, rollback=False)))
+            self._confirm(
+                f"Restart {name}?",
+                "vLLM stops, then boots the same profile (no rollback target: it is the same profile).",
+                lambda: self.start_serving_action(name, lambda ctx: transaction.switch(ctx, name, rollback=False)),
+            )
 
     def action_stop(self) -> None:
         if name := self._served_profile("stop"):
-            self._confirm(f"Stop {name}?", "Nothing will serve until you start or switch a profile.",
-                          lambda: self._start_stop(name))
+            self._confirm(
+                f"Stop {name}?", "Nothing will serve until you start or switch a profile.", lambda: self._start_stop(name)
+            )
 
     def start_serving_action(self, name: str, action: Callable[[ServeContext], SwitchOutcome]) -> None:
         # Installed, so leaving it (d, p, ...) keeps it alive and b brings it back mid-boot.
@@ -340,8 +359,11 @@ class RigApp(App[None]):
         """Quit; during a switch only when asked twice: quitting then leaves the switch unfinished."""
         if self.serving_action_running and time.monotonic() - self._quit_asked > 5:
             self._quit_asked = time.monotonic()
-            self.notify("a switch is running: quitting now leaves it unfinished (rigctl status will say so). "
-                        "q again to quit anyway", severity="warning", timeout=5)
+            self.notify(
+                "a switch is running: quitting now leaves it unfinished (rigctl status will say so). q again to quit anyway",
+                severity="warning",
+                timeout=5,
+            )
             return
         self.exit()
 
@@ -385,8 +407,21 @@ class RigApp(App[None]):
             self.push_screen("boot")
 
 
-def make_app(sampler: RigSampler, serve: ServeContext | None = None, poll_interval: float | None = 1.0,
-             initial_switch: str | None = None, settings: Settings | None = None, record: bool = False) -> RigApp:
+def _both(first: Callable[[Event], None], second: Callable[[Event], None]) -> Callable[[Event], None]:
+    def both(event: Event) -> None:
+        first(event)
+        second(event)
+
+    return both
+
+
+def make_app(
+    sampler: RigSampler,
+    serve: ServeContext | None = None,
+    poll_interval: float | None = 1.0,
+    initial_switch: str | None = None,
+    settings: Settings | None = None,
+    record: bool = False,
+) -> RigApp:
     """`record`: keep the serving record while the app runs (the CLI's TUI does; tests opt in)."""
-    return RigApp(sampler, serve, settings=settings, poll_interval=poll_interval, initial_switch=initial_switch,
-                  record=record)
+    return RigApp(sampler, serve, settings=settings, poll_interval=poll_interval, initial_switch=initial_switch, record=record)

@@ -36,5 +36,5 @@ def short_name(name: str) -> str:
     """'NVIDIA GeForce RTX 3090' -> 'RTX 3090': cards are narrow."""
     for prefix in ("NVIDIA GeForce ", "NVIDIA "):
         if name.startswith(prefix):
-            return name[len(prefix):]
+            return name[len(prefix) :]
     return name

@@ -17,8 +17,14 @@ class Polled(Message):
     when no engine poll finished since the last tick), and what failed. Coalesces: a newer tick
     replaces an older one the app has not handled yet."""
 
-    def __init__(self, rig: RigSnapshot | None, engine: EngineState | None, serving: ServingStatus | None,
-                 errors: list[tuple[str, str]], log: tuple[TailReader, str | None, list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        rig: RigSnapshot | None,
+        engine: EngineState | None,
+        serving: ServingStatus | None,
+        errors: list[tuple[str, str]],
+        log: tuple[TailReader, str | None, list[str]] | None = None,
+    ) -> None:
         super().__init__()
         self.rig = rig
         self.engine = engine
@@ -27,8 +33,12 @@ class Polled(Message):
         self.log = log  # (the dashboard tail's reader, a new title or None, new lines)
 
     def can_replace(self, message: Message) -> bool:
-        return (isinstance(message, Polled) and not message.errors and message.engine is None
-                and (message.log is None or (message.log[1] is None and not message.log[2])))
+        return (
+            isinstance(message, Polled)
+            and not message.errors
+            and message.engine is None
+            and (message.log is None or (message.log[1] is None and not message.log[2]))
+        )
 
 
 class SwitchProgress(Message):

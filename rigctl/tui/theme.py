@@ -34,8 +34,10 @@ class ThemeKeeper:
         if wanted in app.available_themes:
             app.theme = wanted
         else:
-            app.notify(f"theme {wanted!r} is not known ({self.settings.sources.get('theme', 'default')}); "
-                       f"using {app.theme}", severity="warning")
+            app.notify(
+                f"theme {wanted!r} is not known ({self.settings.sources.get('theme', 'default')}); using {app.theme}",
+                severity="warning",
+            )
         app.theme_changed_signal.subscribe(app, self.remember)
 
     def remember(self, theme: Theme) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from textual.widgets import Static
 
 from tests.faults.rig import Rig
 from tests.support.bench_rig import BenchRig
@@ -26,8 +27,9 @@ def bench_rig(tmp_path: Path) -> Iterator[BenchRig]:
 
 
 @pytest.fixture(scope="module")
-def promoted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BenchRig, subprocess.CompletedProcess[str],
-                                                                      dict[str, Any]]]:
+def promoted(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[BenchRig, subprocess.CompletedProcess[str], dict[str, Any]]]:
     rig = BenchRig(tmp_path_factory.mktemp("promoted") / "home")
     plan = rig.plan("seqs")
     done, data = rig.bench(str(plan), "--keep-candidate")
@@ -39,8 +41,7 @@ def test_more_sequences_at_eight_concurrent_are_promoted(promoted: Any) -> None:
     rig, done, data = promoted
     assert done.returncode == 0, done.stderr + done.stdout
     assert data["verdict"] == "promote" and data["status"] == "complete"
-    assert [(a["role"], a["profile"]) for a in data["arms"]] == [("control", "seqs2"), ("candidate", "seqs8"),
-                                                                  ("control", "seqs2")]
+    assert [(a["role"], a["profile"]) for a in data["arms"]] == [("control", "seqs2"), ("candidate", "seqs8"), ("control", "seqs2")]
     assert all(a["cold_cache"] is True and a["requests"] == 32 and a["completed"] == 32 for a in data["arms"])
     controls = [a["output_tok_per_s"] for a in data["arms"] if a["role"] == "control"]
     candidate = data["arms"][1]["output_tok_per_s"]
@@ -48,8 +49,17 @@ def test_more_sequences_at_eight_concurrent_are_promoted(promoted: Any) -> None:
     assert data["change"] == pytest.approx((candidate - sum(controls) / 2) / (sum(controls) / 2))
     assert data["control_drift"] < 0.25 and data["gate"]["metric"] == "output_tok_per_s"
     for arm in data["arms"]:
-        for name in ("ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "decode_tok_per_s_stream", "kv_pool_tokens",
-                     "kv_pool_per_max_len", "prefix_hit_rate", "preemptions", "j_per_token"):
+        for name in (
+            "ttft_p50_s",
+            "ttft_p95_s",
+            "tpot_p50_s",
+            "decode_tok_per_s_stream",
+            "kv_pool_tokens",
+            "kv_pool_per_max_len",
+            "prefix_hit_rate",
+            "preemptions",
+            "j_per_token",
+        ):
             assert arm[name] is not None, (arm["number"], name)
         assert arm["prefix_hit_rate"] == 0.0  # no measured prompt shares a block with another or the warm-up
         assert arm["boot"]["kv_tokens"] == arm["kv_pool_tokens"] and arm["boot"]["profile"] == arm["profile"]
@@ -68,8 +78,10 @@ def test_everything_is_kept_raw(promoted: Any) -> None:
         stem = raw / f"arm-{arm['number']}-{arm['role']}"
         requests = [json.loads(line) for line in Path(f"{stem}.requests.jsonl").read_text().splitlines()]
         assert sorted(r["index"] for r in requests) == list(range(32))
-        assert all(r["success"] and r["usage_reported"] and r["output_tokens"] == 64 and r["ttft"] > 0
-                   and len(r["itl"]) == r["chunks"] - 1 for r in requests)
+        assert all(
+            r["success"] and r["usage_reported"] and r["output_tokens"] == 64 and r["ttft"] > 0 and len(r["itl"]) == r["chunks"] - 1
+            for r in requests
+        )
         assert json.loads(Path(f"{stem}.json").read_text())["output_tok_per_s"] == arm["output_tok_per_s"]
         for scrape in ("cold", "before", "after"):
             assert "vllm:prefix_cache_queries_total" in Path(f"{stem}.metrics-{scrape}.prom").read_text()
@@ -120,7 +132,7 @@ def test_the_tui_bench_screen_shows_kept_runs(promoted: Any, monkeypatch: pytest
             await pilot.press("enter")
             for _ in range(100):
                 await pilot.pause(0.05)
-                text = str(app.screen.query_one("#bench-report").content)
+                text = str(app.screen.query_one("#bench-report", Static).content)
                 if "verdict:" in text:
                     return text
         return ""
@@ -138,15 +150,14 @@ def test_a_candidate_that_is_its_control_is_not_promoted_and_holds_the_rig(bench
     refused = bench_rig.rigctl("switch", "alt")  # from another terminal, while the bench runs
     code, out = Rig.finish(proc)
     assert refused.returncode == 1 and "holds the switch lock" in refused.stderr and "bench aa" in refused.stderr
-    data = json.loads(out[out.index("{"):])
+    data = json.loads(out[out.index("{") :])
     assert code in (5, 6) and data["verdict"] in ("reject", "inconclusive"), out
     assert any("A/A run" in w for w in data["warnings"])
     assert bench_rig.status()["active_profile"] == "seqs2" and not live.exists()
 
 
 def test_mtp_at_low_acceptance_is_rejected_on_decode_speed(bench_rig: BenchRig) -> None:
-    bench_rig.add_profile("mtp8", 'max_num_seqs = 8\nspeculative_config = { method = "mtp", '
-                                  'num_speculative_tokens = 3 }\n')
+    bench_rig.add_profile("mtp8", 'max_num_seqs = 8\nspeculative_config = { method = "mtp", num_speculative_tokens = 3 }\n')
     plan = bench_rig.plan("mtp", control="seqs8", candidate="mtp8", metric="decode_tok_per_s_stream")
     done, data = bench_rig.bench(str(plan), env={"RIGCTL_SIM_ACCEPTANCE": "0.5"})
     assert done.returncode == 5, done.stderr + done.stdout
@@ -175,8 +186,10 @@ def test_a_warm_cache_is_detected_and_cannot_promote(bench_rig: BenchRig) -> Non
         with httpx.Client(timeout=5) as http:
             while not halt.is_set():
                 try:
-                    http.post(f"http://127.0.0.1:{bench_rig.port}/v1/completions",
-                              json={"prompt": "You are a helpful agent. " * 40, "max_tokens": 1})
+                    http.post(
+                        f"http://127.0.0.1:{bench_rig.port}/v1/completions",
+                        json={"prompt": "You are a helpful agent. " * 40, "max_tokens": 1},
+                    )
                 except httpx.HTTPError:
                     time.sleep(0.01)
 
@@ -196,16 +209,19 @@ def test_a_warm_cache_is_detected_and_cannot_promote(bench_rig: BenchRig) -> Non
 
 def test_a_bad_plan_is_refused_before_anything_is_switched(bench_rig: BenchRig) -> None:
     assert bench_rig.rigctl("start", "good").returncode == 0
-    pid = bench_rig.record()["pid"]  # type: ignore[index]
-    plan = bench_rig.plan("bad", text='control = "seqs2"\ncandidate = "seqs8"\n[workload]\nkind = "chat-short"\n'
-                                      'concurency = 8\n[gate]\nmetric = "output_tok_per_s"\nmin_change = 0.05\n')
+    pid = bench_rig.record()["pid"]
+    plan = bench_rig.plan(
+        "bad",
+        text='control = "seqs2"\ncandidate = "seqs8"\n[workload]\nkind = "chat-short"\n'
+        'concurency = 8\n[gate]\nmetric = "output_tok_per_s"\nmin_change = 0.05\n',
+    )
     done, _ = bench_rig.bench("bad")
     assert done.returncode == 2
     assert f"{plan}:5: workload.concurency: unknown key; did you mean 'concurrency'?" in done.stderr
     missing = bench_rig.plan("missing", control="seqs2", candidate="nope")
     done, _ = bench_rig.bench(str(missing))
     assert done.returncode == 2 and f"{missing}: candidate 'nope':" in done.stderr
-    assert bench_rig.record()["pid"] == pid and not (bench_rig.state_dir / "bench").exists()  # type: ignore[index]
+    assert bench_rig.record()["pid"] == pid and not (bench_rig.state_dir / "bench").exists()
 
 
 def test_a_candidate_that_fails_to_boot_stops_the_run_and_the_control_serves(bench_rig: BenchRig) -> None:

@@ -18,7 +18,7 @@ from tests.support.capture_run import Capture
 
 pytestmark = pytest.mark.slow  # whole benches, a minute each: `pytest -m slow`, CI's own step
 
-TRACE_PLAN = '''description = "the owner's captured traffic, seqs2 -> seqs8"
+TRACE_PLAN = """description = "the owner's captured traffic, seqs2 -> seqs8"
 control = "seqs2"
 candidate = "seqs8"
 [workload]
@@ -30,7 +30,7 @@ warmup_requests = 2
 [gate]
 metric = "output_tok_per_s"
 min_change = 0.25
-'''
+"""
 
 
 @pytest.fixture
@@ -48,8 +48,11 @@ def capture_traffic(rig: BenchRig, out: Path, count: int) -> list[dict[str, Any]
     with httpx.Client(base_url=capture.url, timeout=60, trust_env=False) as client:
         for n in range(count):
             if n % 3:
-                body: dict[str, Any] = {"model": "qwen3.6-27b", "max_tokens": 24 + n,
-                                        "messages": [{"role": "user", "content": f"question {n} " * (10 + n)}]}
+                body: dict[str, Any] = {
+                    "model": "qwen3.6-27b",
+                    "max_tokens": 24 + n,
+                    "messages": [{"role": "user", "content": f"question {n} " * (10 + n)}],
+                }
                 if n % 3 == 2:
                     body.update(stream=True, stream_options={"include_usage": True})
                 answer = client.post("/v1/chat/completions", json=body)
@@ -77,8 +80,9 @@ def test_a_captured_trace_is_what_every_arm_sends_with_its_gaps(bench_rig: Bench
     raw = Path(data["raw_dir"])
     assert [json.loads(line)["body"] for line in (raw / "workload.jsonl").read_text().splitlines()] == sent
     for arm in data["arms"]:
-        requests = [json.loads(line) for line in
-                    (raw / f"arm-{arm['number']}-{arm['role']}.requests.jsonl").read_text().splitlines()]
+        requests = [
+            json.loads(line) for line in (raw / f"arm-{arm['number']}-{arm['role']}.requests.jsonl").read_text().splitlines()
+        ]
         assert sorted(r["index"] for r in requests) == list(range(24)) and all(r["success"] for r in requests)
         by_index = {r["index"]: r for r in requests}
         # the same requests: the engine counted the same prompt, and the recorded output lengths
@@ -94,24 +98,30 @@ def test_a_captured_trace_is_what_every_arm_sends_with_its_gaps(bench_rig: Bench
 def test_one_control_and_two_candidates_are_five_arms_and_a_verdict_each(bench_rig: BenchRig) -> None:
     bench_rig.add_profile("seqs4", "max_num_seqs = 4\n")
     text = SEQS_PLAN.format(control="seqs2", candidate="seqs8", metric="output_tok_per_s").replace(
-        'candidate = "seqs8"', 'candidates = ["seqs8", "seqs4"]')
+        'candidate = "seqs8"', 'candidates = ["seqs8", "seqs4"]'
+    )
     done, data = bench_rig.bench(str(bench_rig.plan("two", text=text)))
     assert done.returncode in (0, 5, 6), done.stderr + done.stdout
     assert [(a["role"], a["profile"]) for a in data["arms"]] == [
-        ("control", "seqs2"), ("candidate", "seqs8"), ("control", "seqs2"), ("candidate", "seqs4"),
-        ("control", "seqs2")]
+        ("control", "seqs2"),
+        ("candidate", "seqs8"),
+        ("control", "seqs2"),
+        ("candidate", "seqs4"),
+        ("control", "seqs2"),
+    ]
     assert [c["profile"] for c in data["candidates"]] == ["seqs8", "seqs4"]
     for candidate in data["candidates"]:
         assert candidate["verdict"] in ("promote", "reject", "inconclusive") and candidate["reasons"]
-        assert candidate["change"] == [{"what": "--max-num-seqs", "control": "2",
-                                        "candidate": candidate["profile"].removeprefix("seqs")}]
+        assert candidate["change"] == [
+            {"what": "--max-num-seqs", "control": "2", "candidate": candidate["profile"].removeprefix("seqs")}
+        ]
     assert data["candidates"][0]["verdict"] == "promote"  # 2 -> 8 at 8 concurrent: the 40% the gate wants
     table = bench_rig.rigctl("bench", "report", data["raw_dir"]).stdout
     header = next(line for line in table.splitlines() if "seqs8" in line and "seqs4" in line)
     assert header.index("seqs2") < header.index("seqs8") < header.index("seqs4")  # a column per build
 
 
-QUALITY = '''
+QUALITY = """
 import os, sys
 assert os.environ["RIGCTL_BASE_URL"].startswith("http://127.0.0.1:") and os.environ["RIGCTL_MODEL"]
 print("checking")
@@ -119,15 +129,15 @@ if os.environ.get("FAIL_ON") == os.environ["RIGCTL_PROFILE"]:
     print("the eval could not reach its judge", file=sys.stderr)
     sys.exit(3)
 print("Quality 109/120")
-'''
+"""
 
 
-def test_the_owners_quality_command_is_a_column_and_its_failure_the_arms(bench_rig: BenchRig,
-                                                                         tmp_path: Path) -> None:
+def test_the_owners_quality_command_is_a_column_and_its_failure_the_arms(bench_rig: BenchRig, tmp_path: Path) -> None:
     script = bench_rig.plans / "eval.py"
     script.write_text(QUALITY)
     text = SEQS_PLAN.format(control="seqs2", candidate="seqs8", metric="output_tok_per_s") + (
-        f'[quality]\ncommand = ["{sys.executable}", "eval.py"]\ntimeout_s = 60\n')
+        f'[quality]\ncommand = ["{sys.executable}", "eval.py"]\ntimeout_s = 60\n'
+    )
     plan = bench_rig.plan("quality", text=text)
     done, data = bench_rig.bench(str(plan))
     assert done.returncode == 0, done.stderr + done.stdout
@@ -144,10 +154,8 @@ def test_the_owners_quality_command_is_a_column_and_its_failure_the_arms(bench_r
     assert any("the quality command exited 3: the eval could not reach its judge" in r for r in data["reasons"])
 
 
-def test_a_plan_with_too_few_requests_is_marked_and_not_promoted_and_the_record_keeps_it_apart(
-        bench_rig: BenchRig) -> None:
-    text = SEQS_PLAN.format(control="seqs2", candidate="seqs8", metric="output_tok_per_s").replace(
-        "requests = 32", "requests = 8")
+def test_a_plan_with_too_few_requests_is_marked_and_not_promoted_and_the_record_keeps_it_apart(bench_rig: BenchRig) -> None:
+    text = SEQS_PLAN.format(control="seqs2", candidate="seqs8", metric="output_tok_per_s").replace("requests = 32", "requests = 8")
     assert bench_rig.rigctl("start", "seqs8").returncode == 0
     recorder = bench_rig.popen("record", "--interval", "0.5")
     bench_rig.wait_for(recorder, "recording to")
@@ -176,9 +184,11 @@ def test_a_plan_with_too_few_requests_is_marked_and_not_promoted_and_the_record_
 @pytest.mark.parametrize("seed", ["1", "7"])
 def test_an_aa_run_on_a_rig_whose_boots_differ_is_never_promoted(bench_rig: BenchRig, seed: str) -> None:
     text = SEQS_PLAN.format(control="seqs8", candidate="seqs8", metric="output_tok_per_s").replace(
-        'order = "ABA"', 'order = "ABABA"')
-    done, data = bench_rig.bench(str(bench_rig.plan("aa", text=text)),
-                                 env={"RIGCTL_SIM_NOISE": "0.3", "RIGCTL_SIM_NOISE_SEED": seed})
+        'order = "ABA"', 'order = "ABABA"'
+    )
+    done, data = bench_rig.bench(
+        str(bench_rig.plan("aa", text=text)), env={"RIGCTL_SIM_NOISE": "0.3", "RIGCTL_SIM_NOISE_SEED": seed}
+    )
     assert done.returncode in (5, 6) and data["verdict"] != "promote", done.stdout
     assert any("A/A run" in w for w in data["warnings"])
 
@@ -191,8 +201,7 @@ def test_calibrate_measures_the_rigs_noise_and_the_next_bench_is_judged_by_it(be
     data = json.loads(done.stdout)
     values = data["values"]["output_tok_per_s"]
     assert len(values) == 3 and data["noise"]["runs"] == 3 and data["noise"]["profile"] == "seqs2"
-    assert data["noise"]["spread"]["output_tok_per_s"] == pytest.approx((max(values) - min(values))
-                                                                        / (sum(values) / 3))
+    assert data["noise"]["spread"]["output_tok_per_s"] == pytest.approx((max(values) - min(values)) / (sum(values) / 3))
     assert bench_rig.status()["active_profile"] == "seqs2"
     kept = json.loads((bench_rig.state_dir / "bench" / "noise.json").read_text())
     assert [v["profile"] for v in kept.values()] == ["seqs2"]
@@ -201,8 +210,9 @@ def test_calibrate_measures_the_rigs_noise_and_the_next_bench_is_judged_by_it(be
 
     _, verdict = bench_rig.bench(str(plan), env=noisy)
     spread = data["noise"]["spread"]["output_tok_per_s"]
-    assert any(f"measured by rigctl bench calibrate: {spread * 100:.1f}% between fresh servers" in n
-               for n in verdict["notes"]), verdict["notes"]
+    assert any(f"measured by rigctl bench calibrate: {spread * 100:.1f}% between fresh servers" in n for n in verdict["notes"]), (
+        verdict["notes"]
+    )
     if verdict["change"] is not None and abs(verdict["change"]) <= spread:
         assert verdict["verdict"] != "promote"
         assert any("cannot be told from it" in r for r in verdict["reasons"])

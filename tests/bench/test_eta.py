@@ -7,15 +7,16 @@ import time
 from pathlib import Path
 
 from rigctl.bench.eta import STOP_S, RunClock, before_the_run, last_boots
-from rigctl.bench.live import ArmProgress
+from rigctl.bench.live import ArmProgress, Phase
 from rigctl.serve import boots
 
 ARMS = [("control", "a"), ("candidate", "b"), ("control", "a")]
 
 
-def step(number: int, phase: str, eta: float | None = None) -> ArmProgress:
-    return ArmProgress(number, 3, ARMS[number - 1][0] if number else "control", ARMS[number - 1][1] if number else "",
-                       phase, eta_s=eta)
+def step(number: int, phase: Phase, eta: float | None = None) -> ArmProgress:
+    return ArmProgress(
+        number, 3, ARMS[number - 1][0] if number else "control", ARMS[number - 1][1] if number else "", phase, eta_s=eta
+    )
 
 
 def test_before_the_first_arm_only_the_boots_are_known_and_it_says_so() -> None:
@@ -48,8 +49,7 @@ def test_the_run_learns_its_own_boots_and_measuring_as_it_goes() -> None:
 
 def test_the_last_boot_of_each_profile_comes_from_the_history() -> None:
     def record(profile: str, when: float, seconds: float) -> boots.BootRecord:
-        return boots.BootRecord(profile, "h", when, ["vllm"], "0.11.0", "sim", None, None, None, None, None, None,
-                                None, seconds)
+        return boots.BootRecord(profile, "h", when, ["vllm"], "0.11.0", "sim", None, None, None, None, None, None, None, seconds)
 
     now = time.time()
     for entry in (record("a", now - 100, 90.0), record("a", now - 10, 45.0), record("b", now - 50, 70.0)):

@@ -79,21 +79,18 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.close_connection = True
 
-
     def _split(self, body: dict[str, Any]) -> None:
         """The stream as one byte string written in 3-byte pieces, CRLF line ends and a comment
         line: events cut anywhere must be read as the same events."""
         events = [json.dumps({"choices": [{"index": 0, "text": " t"}]}) for _ in range(body["max_tokens"])]
-        events.append(json.dumps({"choices": [], "usage": {"prompt_tokens": 7,
-                                                           "completion_tokens": body["max_tokens"]}}))
-        stream = (": keep-alive\r\n\r\n" + "".join(f"data: {e}\r\n\r\n" for e in events)
-                  + "data: [DONE]\r\n\r\n").encode()
+        events.append(json.dumps({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": body["max_tokens"]}}))
+        stream = (": keep-alive\r\n\r\n" + "".join(f"data: {e}\r\n\r\n" for e in events) + "data: [DONE]\r\n\r\n").encode()
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
         self.end_headers()
         for at in range(0, len(stream), 3):
-            self.wfile.write(stream[at:at + 3])
+            self.wfile.write(stream[at : at + 3])
             self.wfile.flush()
         self.close_connection = True
 
@@ -162,8 +159,9 @@ def test_failures_are_kept_with_what_went_wrong(streamer: Streamer) -> None:
 
 
 def test_a_server_that_is_not_there_fails_every_request_clearly() -> None:
-    results, _ = run_load(LoadTarget("http://127.0.0.1:9", "m"), [(Prompt(0, "p", 3), 0.0)], concurrency=1,
-                          options=RequestOptions(timeout_s=5))
+    results, _ = run_load(
+        LoadTarget("http://127.0.0.1:9", "m"), [(Prompt(0, "p", 3), 0.0)], concurrency=1, options=RequestOptions(timeout_s=5)
+    )
     assert not results[0].success and results[0].error.startswith("connection failed")
 
 
@@ -186,8 +184,7 @@ def test_stop_cancels_what_is_in_flight_and_keeps_it_as_failed(streamer: Streame
     streamer.gap = 0.2
     stop = threading.Event()
     threading.Timer(0.4, stop.set).start()
-    results, _ = run_load(target(streamer), [(Prompt(i, f"p{i}", 50), 0.0) for i in range(4)], concurrency=2,
-                          stop=stop)
+    results, _ = run_load(target(streamer), [(Prompt(i, f"p{i}", 50), 0.0) for i in range(4)], concurrency=2, stop=stop)
     # each request takes 10 s: none finished, so the stop cut them rather than waiting
     assert results and all(not r.success and r.error == "stopped before it finished" for r in results)
 

@@ -7,23 +7,46 @@ import math
 
 import pytest
 
-from rigctl.bench.plan import Gate, Guard
+from rigctl.bench.plan import Gate, Guard, Role
 from rigctl.bench.verdict import ArmOutcome, decide, drift
 
 GATE = Gate("output_tok_per_s", "higher", 0.05)
 
 
-def arm(number: int, role: str, cold: bool | None = True, failed: int = 0, peak: float | None = None,
-        **metrics: float | None) -> ArmOutcome:
-    return ArmOutcome(number, role, "ctl" if role == "control" else "cand", dict(metrics), cold, 48, failed,
-                      "HTTP 500: boom" if failed else "", peak)
+def arm(
+    number: int,
+    role: Role,
+    cold: bool | None = True,
+    failed: int = 0,
+    peak: float | None = None,
+    figures: dict[str, float | None] | None = None,
+    **metrics: float | None,
+) -> ArmOutcome:
+    return ArmOutcome(
+        number,
+        role,
+        "ctl" if role == "control" else "cand",
+        {**(figures or {}), **metrics},
+        cold,
+        48,
+        failed,
+        "HTTP 500: boom" if failed else "",
+        peak,
+    )
 
 
-def aba(a1: float, b: float, a2: float, **kw: dict[str, float | None]) -> list[ArmOutcome]:
-    extra = kw.get("extra", {})
-    return [arm(1, "control", output_tok_per_s=a1, **extra.get(1, {})),
-            arm(2, "candidate", output_tok_per_s=b, **extra.get(2, {})),
-            arm(3, "control", output_tok_per_s=a2, **extra.get(3, {}))]
+def roles(a1: float, b: float, a2: float) -> list[tuple[int, Role, float]]:
+    """(number, role, figure) of an ABA run's arms."""
+    return [(1, "control", a1), (2, "candidate", b), (3, "control", a2)]
+
+
+def aba(a1: float, b: float, a2: float, extra: dict[int, dict[str, float | None]] | None = None) -> list[ArmOutcome]:
+    extra = extra or {}
+    return [
+        arm(1, "control", figures={"output_tok_per_s": a1, **extra.get(1, {})}),
+        arm(2, "candidate", figures={"output_tok_per_s": b, **extra.get(2, {})}),
+        arm(3, "control", figures={"output_tok_per_s": a2, **extra.get(3, {})}),
+    ]
 
 
 def test_async_scheduling_promoted_at_the_owners_figures() -> None:
@@ -57,20 +80,18 @@ def test_lower_is_better_metrics_gain_when_they_fall() -> None:
 
 def test_a_guard_that_regresses_rejects_a_winner() -> None:
     gate = Gate("output_tok_per_s", "higher", 0.05, (Guard("tpot_p95_s", 0.05),))
-    extra = {1: {"tpot_p95_s": 0.100}, 2: {"tpot_p95_s": 0.1053}, 3: {"tpot_p95_s": 0.100}}
+    extra: dict[int, dict[str, float | None]] = {1: {"tpot_p95_s": 0.100}, 2: {"tpot_p95_s": 0.1053}, 3: {"tpot_p95_s": 0.100}}
     verdict = decide(gate, aba(200.0, 230.0, 200.0, extra=extra))
     assert verdict.verdict == "reject"
     assert verdict.guards[0].regression == pytest.approx(0.053) and verdict.guards[0].ok is False
     assert "the guard on tpot_p95_s failed: 5.3% worse, limit 5.0%" in verdict.reason
-    held = decide(gate, aba(200.0, 230.0, 200.0, extra={1: {"tpot_p95_s": 0.1}, 2: {"tpot_p95_s": 0.102},
-                                                         3: {"tpot_p95_s": 0.1}}))
+    held = decide(gate, aba(200.0, 230.0, 200.0, extra={1: {"tpot_p95_s": 0.1}, 2: {"tpot_p95_s": 0.102}, 3: {"tpot_p95_s": 0.1}}))
     assert held.verdict == "promote" and held.reason.endswith("guards held")
 
 
 def test_a_guard_from_zero_counts_any_step_the_wrong_way() -> None:
     gate = Gate("output_tok_per_s", "higher", 0.05, (Guard("preemptions", 0.10),))
-    verdict = decide(gate, aba(200.0, 230.0, 200.0, extra={1: {"preemptions": 0}, 2: {"preemptions": 3},
-                                                             3: {"preemptions": 0}}))
+    verdict = decide(gate, aba(200.0, 230.0, 200.0, extra={1: {"preemptions": 0}, 2: {"preemptions": 3}, 3: {"preemptions": 0}}))
     assert verdict.verdict == "reject" and math.isinf(verdict.guards[0].regression or 0)
 
 
@@ -108,14 +129,26 @@ def test_the_warm_arms_named_are_the_ones_that_were_warm() -> None:
     arms[1] = arm(2, "candidate", cold=None, output_tok_per_s=300.0)
     verdict = decide(GATE, arms)
     assert verdict.verdict == "inconclusive"
-    assert verdict.reasons == ("control arm 1 (ctl) ran on a warm prefix cache: its figures are inflated",
-                               "candidate arm 2 (cand) could not be proven cold: a warm cache cannot promote")
+    assert verdict.reasons == (
+        "control arm 1 (ctl) ran on a warm prefix cache: its figures are inflated",
+        "candidate arm 2 (cand) could not be proven cold: a warm cache cannot promote",
+    )
 
 
 def test_a_server_that_died_is_the_reason() -> None:
     arms = aba(200.0, 300.0, 200.0)
-    arms[1] = ArmOutcome(2, "candidate", "cand", {"output_tok_per_s": 150.0}, True, 48, 20, "connection failed",
-                         None, "its server (pid 7) was killed by SIGKILL during the measured requests")
+    arms[1] = ArmOutcome(
+        2,
+        "candidate",
+        "cand",
+        {"output_tok_per_s": 150.0},
+        True,
+        48,
+        20,
+        "connection failed",
+        None,
+        "its server (pid 7) was killed by SIGKILL during the measured requests",
+    )
     verdict = decide(GATE, arms)
     assert verdict.verdict == "reject"
     assert verdict.reason == "candidate arm 2 (cand): its server (pid 7) was killed by SIGKILL during the measured requests"
@@ -136,17 +169,22 @@ def test_failed_requests_reject_a_candidate_and_void_a_control() -> None:
 
 def test_an_unmeasured_gate_metric_is_inconclusive_and_a_short_run_cannot_decide() -> None:
     gate = Gate("j_per_token", "lower", 0.05)
-    verdict = decide(gate, [arm(1, "control", j_per_token=0.5), arm(2, "candidate", j_per_token=None),
-                            arm(3, "control", j_per_token=0.5)])
+    verdict = decide(
+        gate, [arm(1, "control", j_per_token=0.5), arm(2, "candidate", j_per_token=None), arm(3, "control", j_per_token=0.5)]
+    )
     assert verdict.verdict == "inconclusive" and verdict.reason == "j_per_token was not measured in arm 2 (cand)"
     short = decide(GATE, aba(200.0, 300.0, 200.0)[:2])
     assert short.verdict == "inconclusive" and "two control arms" in short.reason
 
 
 def test_ababa_uses_every_arm_and_notes_heat_soak_only_where_the_drift_matters() -> None:
-    arms = [arm(1, "control", peak=52.0, output_tok_per_s=200.0), arm(2, "candidate", output_tok_per_s=260.0),
-            arm(3, "control", peak=55.0, output_tok_per_s=204.0), arm(4, "candidate", output_tok_per_s=250.0),
-            arm(5, "control", peak=61.0, output_tok_per_s=202.0)]
+    arms = [
+        arm(1, "control", peak=52.0, output_tok_per_s=200.0),
+        arm(2, "candidate", output_tok_per_s=260.0),
+        arm(3, "control", peak=55.0, output_tok_per_s=204.0),
+        arm(4, "candidate", output_tok_per_s=250.0),
+        arm(5, "control", peak=61.0, output_tok_per_s=202.0),
+    ]
     verdict = decide(GATE, arms)
     assert verdict.control_mean == pytest.approx(202.0) and verdict.candidate_mean == pytest.approx(255.0)
     assert verdict.control_drift == pytest.approx(4 / 202) and verdict.verdict == "promote"
@@ -159,9 +197,11 @@ def test_ababa_uses_every_arm_and_notes_heat_soak_only_where_the_drift_matters()
 
 def test_every_failing_check_is_named() -> None:
     gate = Gate("output_tok_per_s", "higher", 0.05, (Guard("tpot_p95_s", 0.05), Guard("ttft_p95_s", 0.10)))
-    arms = [arm(1, "control", output_tok_per_s=200.0, tpot_p95_s=0.050, ttft_p95_s=1.0),
-            arm(2, "candidate", output_tok_per_s=201.0, tpot_p95_s=0.060, ttft_p95_s=1.5),
-            arm(3, "control", output_tok_per_s=200.0, tpot_p95_s=0.050, ttft_p95_s=1.0)]
+    arms = [
+        arm(1, "control", output_tok_per_s=200.0, tpot_p95_s=0.050, ttft_p95_s=1.0),
+        arm(2, "candidate", output_tok_per_s=201.0, tpot_p95_s=0.060, ttft_p95_s=1.5),
+        arm(3, "control", output_tok_per_s=200.0, tpot_p95_s=0.050, ttft_p95_s=1.0),
+    ]
     verdict = decide(gate, arms)
     assert verdict.verdict == "reject" and len(verdict.reasons) == 3, verdict.reasons
     assert verdict.reasons[0].startswith("output_tok_per_s +0.5% better than the controls, short of the gate")
@@ -170,15 +210,28 @@ def test_every_failing_check_is_named() -> None:
 
 
 def test_too_few_requests_or_a_wide_interval_cannot_promote() -> None:
-    few = [ArmOutcome(n, r, "ctl" if r == "control" else "cand", {"output_tok_per_s": v}, True, 8, 0)
-           for n, r, v in ((1, "control", 200.0), (2, "candidate", 300.0), (3, "control", 200.0))]
+    few = [
+        ArmOutcome(n, r, "ctl" if r == "control" else "cand", {"output_tok_per_s": v}, True, 8, 0)
+        for n, r, v in roles(200.0, 300.0, 200.0)
+    ]
     verdict = decide(GATE, few)
     assert verdict.verdict == "inconclusive" and verdict.change == pytest.approx(0.5)
     assert "arm 1 (ctl) rests on 8 request(s), fewer than min_requests 20" in verdict.reason
+
     def wide(candidate: float) -> list[ArmOutcome]:
-        return [ArmOutcome(n, r, "ctl" if r == "control" else "cand", {"output_tok_per_s": v}, True, 48, 0,
-                           intervals={"output_tok_per_s": (v * 0.9, v * 1.1)})
-                for n, r, v in ((1, "control", 200.0), (2, "candidate", candidate), (3, "control", 200.0))]
+        return [
+            ArmOutcome(
+                n,
+                r,
+                "ctl" if r == "control" else "cand",
+                {"output_tok_per_s": v},
+                True,
+                48,
+                0,
+                intervals={"output_tok_per_s": (v * 0.9, v * 1.1)},
+            )
+            for n, r, v in roles(200.0, candidate, 200.0)
+        ]
 
     verdict = decide(GATE, wide(212.0))  # +6% against a 5% gate, each figure known to ±10%
     assert verdict.verdict == "inconclusive"
@@ -189,25 +242,32 @@ def test_too_few_requests_or_a_wide_interval_cannot_promote() -> None:
 
 
 def test_an_aa_run_and_a_change_within_the_noise_never_promote() -> None:
-    same = [arm(1, "control", output_tok_per_s=152.0), arm(2, "control", output_tok_per_s=222.0),
-            arm(3, "control", output_tok_per_s=154.0)]
+    same = [
+        arm(1, "control", output_tok_per_s=152.0),
+        arm(2, "control", output_tok_per_s=222.0),
+        arm(3, "control", output_tok_per_s=154.0),
+    ]
     same[1] = ArmOutcome(2, "candidate", "ctl", {"output_tok_per_s": 222.0}, True, 48, 0)  # the control, again
     verdict = decide(GATE, same)
     assert verdict.verdict == "inconclusive" and "an A/A run" in verdict.reason  # the simulator's +45%
     verdict = decide(GATE, aba(200.0, 230.0, 200.0), noise=0.40)
     assert verdict.verdict == "inconclusive"
-    assert ("the rig's boot-to-boot noise spans 40.0% on output_tok_per_s between fresh servers (rigctl bench "
-            "calibrate): a +15.0% change cannot be told from it") in verdict.reason
+    assert (
+        "the rig's boot-to-boot noise spans 40.0% on output_tok_per_s between fresh servers (rigctl bench "
+        "calibrate): a +15.0% change cannot be told from it"
+    ) in verdict.reason
     assert any("measured by rigctl bench calibrate: 40.0% between fresh servers" in n for n in verdict.notes)
     assert decide(GATE, aba(200.0, 230.0, 200.0), changes=0).verdict == "inconclusive"
 
 
 def test_each_of_several_candidates_is_judged_against_the_controls_around_it() -> None:
-    arms = [arm(1, "control", output_tok_per_s=200.0),
-            ArmOutcome(2, "candidate", "awq", {"output_tok_per_s": 260.0}, True, 48, 0),
-            arm(3, "control", output_tok_per_s=204.0),
-            ArmOutcome(4, "candidate", "fp8", {"output_tok_per_s": 190.0}, True, 48, 0),
-            arm(5, "control", output_tok_per_s=208.0)]
+    arms = [
+        arm(1, "control", output_tok_per_s=200.0),
+        ArmOutcome(2, "candidate", "awq", {"output_tok_per_s": 260.0}, True, 48, 0),
+        arm(3, "control", output_tok_per_s=204.0),
+        ArmOutcome(4, "candidate", "fp8", {"output_tok_per_s": 190.0}, True, 48, 0),
+        arm(5, "control", output_tok_per_s=208.0),
+    ]
     awq, fp8 = decide(GATE, arms, "awq"), decide(GATE, arms, "fp8")
     assert awq.verdict == "promote" and awq.control_mean == pytest.approx(202.0) and awq.candidate == "awq"
     assert fp8.verdict == "reject" and fp8.control_mean == pytest.approx(206.0)

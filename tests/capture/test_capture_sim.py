@@ -24,15 +24,24 @@ from tests.support.serving import free_port
 from tests.support.sim_server import serve_sim
 from tests.support.tap import Tap
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "the weather in a city",
-                                            "parameters": {"type": "object",
-                                                           "properties": {"city": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "the weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 
 
 @pytest.fixture
 def sim(sim_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
-    yield from (url for url, _, _ in serve_sim(["--enable-auto-tool-choice", "--tool-call-parser", "hermes"], sim_env,
-                                               tmp_path / "vllm.log"))
+    yield from (
+        url
+        for url, _, _ in serve_sim(["--enable-auto-tool-choice", "--tool-call-parser", "hermes"], sim_env, tmp_path / "vllm.log")
+    )
 
 
 @pytest.fixture
@@ -45,11 +54,22 @@ def tapped(sim: str) -> Iterator[Tap]:
 def test_the_apps_get_what_vllm_sent_and_the_trace_holds_what_they_sent(tapped: Tap, tmp_path: Path) -> None:
     capture = Capture(tapped.url, tmp_path / "trace.jsonl")
     app = App(capture, tapped)
-    chat = {"model": "qwen3.6-27b", "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
-            "tools": TOOLS, "tool_choice": "auto", "max_tokens": 12, "temperature": 0}
+    chat = {
+        "model": "qwen3.6-27b",
+        "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+        "tools": TOOLS,
+        "tool_choice": "auto",
+        "max_tokens": 12,
+        "temperature": 0,
+    }
     app.post("/v1/chat/completions", chat)
-    streamed = {"model": "qwen3.6-27b", "messages": [{"role": "user", "content": "Tell me a story."}],
-                "max_tokens": 20, "stream": True, "stream_options": {"include_usage": True}}
+    streamed = {
+        "model": "qwen3.6-27b",
+        "messages": [{"role": "user", "content": "Tell me a story."}],
+        "max_tokens": 20,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     app.post("/v1/chat/completions", streamed)
     completion = {"model": "qwen3.6-27b", "prompt": "Once upon a time", "max_tokens": 9, "stream": True}
     app.post("/v1/completions", completion)
@@ -156,8 +176,10 @@ def test_ctrl_c_waits_for_an_answer_in_flight_and_a_second_cuts_it(tapped: Tap, 
     assert "waiting for 1 answer(s) in flight (Ctrl-C again cuts them)" in line
     rc, said = capture.stop()
     thread.join(30)
-    assert rc == 0 and ("captured 1 request (1 streamed, 1 failed upstream (kept, marked), 1 cut off by the end "
-                        "of the capture)") in said
+    assert (
+        rc == 0
+        and ("captured 1 request (1 streamed, 1 failed upstream (kept, marked), 1 cut off by the end of the capture)") in said
+    )
     _, entries = capture.trace()
     assert entries[0]["error"] == "the capture ended before its answer did"
 
@@ -170,22 +192,44 @@ def test_max_requests_ends_it_and_an_existing_trace_is_never_written_over(tapped
             client.post("/v1/completions", json={"model": "qwen3.6-27b", "prompt": f"p{n}", "max_tokens": 2})
     assert capture.proc.wait(30) == 0
     kept = out.read_bytes()
-    again = subprocess.run([sys.executable, "-m", "rigctl", "capture", "--to", tapped.url, "--out", str(out)],
-                           capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [sys.executable, "-m", "rigctl", "capture", "--to", tapped.url, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode == 2 and out.read_bytes() == kept
-    assert again.stderr.strip().splitlines()[-1].endswith(f"{out}: already exists; a capture never writes over a "
-                                                          f"file (give another --out)")
+    assert (
+        again.stderr.strip()
+        .splitlines()[-1]
+        .endswith(f"{out}: already exists; a capture never writes over a file (give another --out)")
+    )
     assert "Traceback" not in again.stderr
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--listen", "nowhere"], "--listen 'nowhere': give HOST:PORT"),
-    (["--duration", "0"], "--duration must be positive"),
-    (["--to", "127.0.0.1:8000"], "give the server's base URL"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--listen", "nowhere"], "--listen 'nowhere': give HOST:PORT"),
+        (["--duration", "0"], "--duration must be positive"),
+        (["--to", "127.0.0.1:8000"], "give the server's base URL"),
+    ],
+)
 def test_bad_flags_are_one_line(argv: list[str], says: str, tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "rigctl", "capture", "--out", str(tmp_path / "t.jsonl"),
-                           *(["--to", "http://127.0.0.1:9"] if "--to" not in argv else []), *argv],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rigctl",
+            "capture",
+            "--out",
+            str(tmp_path / "t.jsonl"),
+            *(["--to", "http://127.0.0.1:9"] if "--to" not in argv else []),
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "t.jsonl").exists()

@@ -12,8 +12,7 @@ from rigctl.cli import main
 
 
 def rigctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rigctl", *args], capture_output=True, text=True, timeout=60,
-                          env=env)
+    return subprocess.run([sys.executable, "-m", "rigctl", *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_topo_shows_nv4_on_the_nvlink_rig() -> None:

@@ -7,6 +7,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -72,8 +73,16 @@ def fixed(raw: bytes) -> Answer:
 
 
 def length_framed(body: bytes, status: str = "200 OK", extra: bytes = b"") -> Answer:
-    return fixed(b"HTTP/1.1 " + status.encode() + b"\r\nContent-Type: text/plain\r\nContent-Length: "
-                 + str(len(body)).encode() + b"\r\n" + extra + b"\r\n" + body)
+    return fixed(
+        b"HTTP/1.1 "
+        + status.encode()
+        + b"\r\nContent-Type: text/plain\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n"
+        + extra
+        + b"\r\n"
+        + body
+    )
 
 
 def test_kept_alive_connection_serves_several_requests() -> None:
@@ -88,8 +97,7 @@ def test_kept_alive_connection_serves_several_requests() -> None:
 
 
 def test_chunked_body_with_extension_and_trailer() -> None:
-    raw = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-           b"5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: yes\r\n\r\n")
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: yes\r\n\r\n"
     with scripted([fixed(raw), length_framed(b"after")]) as server:
         get = HttpGet("127.0.0.1", server.port, 2.0, {})
         assert get.get("/") == (200, b"hello, world")
@@ -98,8 +106,11 @@ def test_chunked_body_with_extension_and_trailer() -> None:
 
 
 def test_connection_close_and_body_to_eof_reconnect_next_time() -> None:
-    answers = [length_framed(b"one", extra=b"Connection: close\r\n"), fixed(b"HTTP/1.0 200 OK\r\n\r\nto the end"),
-               length_framed(b"three")]
+    answers = [
+        length_framed(b"one", extra=b"Connection: close\r\n"),
+        fixed(b"HTTP/1.0 200 OK\r\n\r\nto the end"),
+        length_framed(b"three"),
+    ]
     with scripted(answers, close_after_each=True) as server:
         get = HttpGet("127.0.0.1", server.port, 2.0, {})
         assert [get.get("/")[1] for _ in range(3)] == [b"one", b"to the end", b"three"]
@@ -119,9 +130,15 @@ def test_error_status_keeps_its_body() -> None:
         assert HttpGet("127.0.0.1", server.port, 2.0, {}).get("/health") == (503, b"engine dead")
 
 
-@pytest.mark.parametrize("raw", [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
-                                 b"HTTP/1.1 200 OK\r\nContent-Length: lots\r\n\r\n",
-                                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: lots\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+)
 def test_garbage_is_a_protocol_error_and_the_client_says_so(raw: bytes) -> None:
     with scripted([fixed(raw)]) as server:
         with pytest.raises(ProtocolError):
@@ -197,7 +214,7 @@ def test_an_ipv6_literal_is_bracketed_in_the_host_header() -> None:
     assert f"Host: [::1]:{port}\r\n".encode() in seen[0]
 
 
-def test_https_goes_through_the_same_get(tmp_path) -> None:
+def test_https_goes_through_the_same_get(tmp_path: Path) -> None:
     import shutil
     import ssl
     import subprocess
@@ -205,9 +222,28 @@ def test_https_goes_through_the_same_get(tmp_path) -> None:
     if not shutil.which("openssl"):
         pytest.skip("no openssl to make a certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key),
-                    "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_side.load_cert_chain(cert, key)
     listener = socket.create_server(("127.0.0.1", 0))

@@ -7,6 +7,7 @@ from rigctl.engine.poller import LATENCY_WINDOW, Endpoint, EnginePoller
 from rigctl.engine.report import latency_line
 from tests.engine.test_http_get import length_framed, scripted
 from tests.engine.test_metrics import FakeVllm
+from tests.support import present
 
 
 def test_quantiles_cover_the_window_and_say_so() -> None:
@@ -25,19 +26,27 @@ def test_quantiles_cover_the_window_and_say_so() -> None:
     fourth = vllm.text()
     health = length_framed(b"")
     models = length_framed(b'{"data": [{"id": "m", "max_model_len": 8}]}')
-    answers = [health, models, length_framed(first.encode()), length_framed(second.encode()),
-               length_framed(third.encode()), health, models, length_framed(third.encode()),
-               length_framed(fourth.encode())]
+    answers = [
+        health,
+        models,
+        length_framed(first.encode()),
+        length_framed(second.encode()),
+        length_framed(third.encode()),
+        health,
+        models,
+        length_framed(third.encode()),
+        length_framed(fourth.encode()),
+    ]
     stamps = iter([0.0, 10.0, 20.0, 15.0 + LATENCY_WINDOW, 16.0 + LATENCY_WINDOW])
     poller = EnginePoller(clock=lambda: next(stamps))
     with scripted(answers) as server:
         target = Endpoint(f"http://127.0.0.1:{server.port}", "p")
         poller.poll(target)
-        at_10 = poller.poll(target).figures
-        at_20 = poller.poll(target).figures
+        at_10 = present(poller.poll(target).figures)
+        at_20 = present(poller.poll(target).figures)
         poller._tick = 0  # the next poll probes /health again, as every fifth does
-        late = poller.poll(target).figures
-        idle = poller.poll(target).figures
+        late = present(poller.poll(target).figures)
+        idle = present(poller.poll(target).figures)
     assert at_10.latency["tpot"].count == 3 and at_10.latency_seconds == 10.0
     assert at_20.latency["tpot"].count == 3 and at_20.latency_seconds == 20.0  # the window still holds them
     assert "TPOT p50 31 ms p95 48 ms" in latency_line(at_20) and latency_line(at_20).endswith("(over 20 s)")

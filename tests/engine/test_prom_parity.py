@@ -19,14 +19,20 @@ SCRAPES = sorted([*FIXTURES.glob("vllm/*.prom"), *FIXTURES.glob("vllm-cpu/*.prom
 
 
 def _ours(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float | str]]:
-    return {(name, tuple(sorted(labels)), "nan" if math.isnan(v) else v)
-            for name, samples in parse(text).samples.items() for labels, v in samples}
+    return {
+        (name, tuple(sorted(labels)), "nan" if math.isnan(v) else v)
+        for name, samples in parse(text).samples.items()
+        for labels, v in samples
+    }
 
 
 def _theirs(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float | str]]:
-    return {(s.name, tuple(sorted(s.labels.items())), "nan" if math.isnan(s.value) else s.value)
-            for family in text_string_to_metric_families(text) for s in family.samples
-            if not s.name.endswith("_created")}  # rigctl drops the _created companions on purpose
+    return {
+        (s.name, tuple(sorted(s.labels.items())), "nan" if math.isnan(s.value) else s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if not s.name.endswith("_created")
+    }  # rigctl drops the _created companions on purpose
 
 
 @pytest.mark.parametrize("path", SCRAPES, ids=[f"{p.parent.name}/{p.name}" for p in SCRAPES])

@@ -84,11 +84,16 @@ class Rig:
         self.profiles = self.config_dir / "profiles"
         self.profiles.mkdir(parents=True, exist_ok=True)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("RIGCTL_")}
-        self.env.update({
-            "XDG_CONFIG_HOME": str(home / "config"), "XDG_STATE_HOME": str(home / "state"),
-            "XDG_CACHE_HOME": str(home / "cache"), "RIGCTL_SIM": RIG, "RIGCTL_SIM_TIME_SCALE": "0.002",
-            "PYTHONUNBUFFERED": "1",
-        })
+        self.env.update(
+            {
+                "XDG_CONFIG_HOME": str(home / "config"),
+                "XDG_STATE_HOME": str(home / "state"),
+                "XDG_CACHE_HOME": str(home / "cache"),
+                "RIGCTL_SIM": RIG,
+                "RIGCTL_SIM_TIME_SCALE": "0.002",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         self.write_config("[server]\nstop_grace = 3\nkill_wait = 2\n")
         self.add_profile("good", "")
         self.add_profile("alt", "", parent="qwen36-27b-fp8-tp2")
@@ -109,17 +114,27 @@ class Rig:
 
     # -- running rigctl -------------------------------------------------------------
 
-    def rigctl(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None,
-               prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([*(prefix or self.prefix), sys.executable, "-m", "rigctl", *args],
-                              env={**self.env, **(env or {})},
-                              capture_output=True, text=True, timeout=timeout)
+    def rigctl(
+        self, *args: str, timeout: float = 120, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*(prefix or self.prefix), sys.executable, "-m", "rigctl", *args],
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         assert not crashed(done.stderr), done.stdout + done.stderr
         return done
 
     def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen([*self.prefix, sys.executable, "-m", "rigctl", *args], env={**self.env, **(env or {})},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(
+            [*self.prefix, sys.executable, "-m", "rigctl", *args],
+            env={**self.env, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     @staticmethod
     def wait_for(proc: subprocess.Popen[str], text: str, timeout: float = 60) -> list[str]:
@@ -143,11 +158,18 @@ class Rig:
     def status(self) -> dict[str, Any]:
         done = self.rigctl("status", "--json")
         assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)["serving"]
+        serving: dict[str, Any] = json.loads(done.stdout)["serving"]
+        return serving
 
     # -- what is true ----------------------------------------------------------------
 
-    def serves(self, port: int | None = None) -> tuple[str, int] | None:
+    def serves(self, port: int | None = None) -> tuple[str, int]:
+        """(served name, max_model_len) from a real GET of /v1/models; the test fails when nothing answers."""
+        answer = self.answering(port)
+        assert answer is not None, f"nothing answers on port {port or self.port}"
+        return answer
+
+    def answering(self, port: int | None = None) -> tuple[str, int] | None:
         """(served name, max_model_len) from a real GET of /v1/models, or None when nothing answers."""
         try:
             cards = httpx.get(f"http://127.0.0.1:{port or self.port}/v1/models", timeout=2).json()["data"]
@@ -157,7 +179,7 @@ class Rig:
 
     def listener_pid(self, port: int | None = None) -> int | None:
         for conn in psutil.net_connections("tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr.port == (port or self.port):
+            if conn.status == psutil.CONN_LISTEN and getattr(conn.laddr, "port", None) == (port or self.port):
                 return conn.pid
         return None
 
@@ -171,15 +193,29 @@ class Rig:
             except OSError:
                 return None
         try:
-            return json.loads(text)
+            data = json.loads(text)
         except ValueError:
             return None
+        return data if isinstance(data, dict) else None
 
-    def record(self) -> dict[str, Any] | None:
+    def record(self) -> dict[str, Any]:
+        """server.json; the test fails when there is none."""
+        record = self.record_if_any()
+        assert record is not None, "no server.json"
+        return record
+
+    def record_if_any(self) -> dict[str, Any] | None:
         return self.read_json(self.state_dir / "server.json")
 
-    def state(self) -> dict[str, Any] | None:
-        return self.read_json(self.state_dir / "active.json")
+    def state(self) -> dict[str, Any]:
+        """active.json; the test fails when there is none."""
+        state = self.read_json(self.state_dir / "active.json")
+        assert state is not None, "no active.json"
+        return state
+
+    def state_if_any(self) -> dict[str, Any]:
+        """active.json, or an empty object while there is none (a test waiting for it to say something)."""
+        return self.read_json(self.state_dir / "active.json") or {}
 
     def started_servers(self) -> list[psutil.Process]:
         """Every live process a rigctl of this rig started: it carries a boot token and this state dir."""
@@ -189,14 +225,17 @@ class Rig:
                 env = proc.environ()
             except (psutil.Error, OSError):
                 continue
-            if "RIGCTL_BOOT_ID" in env and env.get("RIGCTL_SERVER_STATE") == str(self.state_dir) \
-                    and proc.status() != psutil.STATUS_ZOMBIE:
+            if (
+                "RIGCTL_BOOT_ID" in env
+                and env.get("RIGCTL_SERVER_STATE") == str(self.state_dir)
+                and proc.status() != psutil.STATUS_ZOMBIE
+            ):
                 out.append(proc)
         return out
 
     def orphans(self) -> list[int]:
         """Servers of this rig that no record names (status cannot see them, stop cannot stop them)."""
-        record = self.record() or {}
+        record = self.record_if_any() or {}
         leaders = {p.pid for p in self.started_servers() if os.getpgid(p.pid) == p.pid}
         return sorted(pid for pid in leaders if pid != record.get("pid"))
 

@@ -73,19 +73,22 @@ def test_tools_the_apps_need_refuse_a_profile_without_them_before_the_stop(rig: 
     rig.write_config(CONFIG + "[verify]\ntools = true\n")
     no_tools(rig)
     assert rig.rigctl("switch", "good").returncode == 0
-    pid = rig.record()["pid"]  # type: ignore[index]
+    pid = rig.record()["pid"]
     refused = rig.rigctl("switch", "notools")
     assert refused.returncode == 3, refused.stdout + refused.stderr
     assert refused.stderr.strip() == (
         "not switched: notools has no tool calling (--enable-auto-tool-choice missing), and [verify] tools = true "
-        "says the apps need it (--force tries it; the verification then decides); good keeps serving")
-    assert rig.record()["pid"] == pid  # type: ignore[index]
+        "says the apps need it (--force tries it; the verification then decides); good keeps serving"
+    )
+    assert rig.record()["pid"] == pid
 
     forced = rig.rigctl("switch", "notools", "--force")
     assert forced.returncode == 3, forced.stdout + forced.stderr
     last = forced.stderr.strip().splitlines()[-1]
-    assert last.startswith('notools failed: the new profile refuses tool calls: vLLM said: "auto" tool choice '
-                           'requires --enable-auto-tool-choice and --tool-call-parser to be set'), last
+    assert last.startswith(
+        'notools failed: the new profile refuses tool calls: vLLM said: "auto" tool choice '
+        "requires --enable-auto-tool-choice and --tool-call-parser to be set"
+    ), last
     assert last.endswith("rolled back: good serves again")
     assert rig.status()["active_profile"] == "good"
     history = json.loads(rig.rigctl("history", "--json").stdout)
@@ -99,8 +102,10 @@ def test_without_verify_dropping_tool_calling_is_a_warning(rig: Rig) -> None:
     assert rig.rigctl("switch", "good").returncode == 0
     switched = rig.rigctl("switch", "notools")
     assert switched.returncode == 0
-    assert ("warning: the apps in front of this rig lose tool calling (--enable-auto-tool-choice --tool-call-parser "
-            "qwen3_coder): apps that send tool_choice \"auto\" get HTTP 400") in switched.stdout, switched.stdout
+    assert (
+        "warning: the apps in front of this rig lose tool calling (--enable-auto-tool-choice --tool-call-parser "
+        'qwen3_coder): apps that send tool_choice "auto" get HTTP 400'
+    ) in switched.stdout, switched.stdout
 
 
 def test_no_verify_is_kept_in_the_boot_record(rig: Rig) -> None:
@@ -112,11 +117,13 @@ def test_no_verify_is_kept_in_the_boot_record(rig: Rig) -> None:
 def test_a_context_shorter_than_the_apps_need_is_a_failed_boot(rig: Rig) -> None:
     assert rig.rigctl("switch", "good").returncode == 0
     rig.add_profile("short", "max_model_len = 32768\n").write_text(
-        'extends = "good"\n[vllm]\nmax_model_len = 32768\n[verify]\nmin_context = 65536\n')
+        'extends = "good"\n[vllm]\nmax_model_len = 32768\n[verify]\nmin_context = 65536\n'
+    )
     failed = rig.rigctl("switch", "short")
     assert failed.returncode == 3, failed.stdout + failed.stderr
-    assert ("short failed: serves a context of 32,768 tokens, and the apps need 65,536 ([verify] min_context)"
-            in failed.stderr), failed.stderr
+    assert "short failed: serves a context of 32,768 tokens, and the apps need 65,536 ([verify] min_context)" in failed.stderr, (
+        failed.stderr
+    )
     assert rig.serves() == (SERVED, 131072)
 
 
@@ -125,13 +132,15 @@ def test_the_owners_own_requests_are_sent_and_a_refused_one_fails_the_boot(rig: 
     requests.write_text(
         '{"endpoint": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "hi"}], '
         '"max_tokens": 2}, "status": 200}\n'
-        '{"endpoint": "/v1/completions", "body": {"model": "gpt-4o", "prompt": "hi", "max_tokens": 1}}\n')
+        '{"endpoint": "/v1/completions", "body": {"model": "gpt-4o", "prompt": "hi", "max_tokens": 1}}\n'
+    )
     rig.write_config(CONFIG + '[verify]\nrequests = "verify.jsonl"\n')
     assert rig.rigctl("switch", "good", "--no-verify").returncode == 0
     failed = rig.rigctl("switch", "alt")
     assert failed.returncode == 3, failed.stdout + failed.stderr
-    assert (f"alt failed: {requests}:2: POST /v1/completions answered 404, expected 200: vLLM said: The model "
-            f"`gpt-4o` does not exist.") in failed.stderr, failed.stderr
+    assert (
+        f"alt failed: {requests}:2: POST /v1/completions answered 404, expected 200: vLLM said: The model `gpt-4o` does not exist."
+    ) in failed.stderr, failed.stderr
     assert "a chat completion answered" not in failed.stderr
     requests.write_text(requests.read_text().splitlines()[0] + "\n")
     switched = rig.rigctl("switch", "alt")
@@ -149,7 +158,7 @@ def test_a_dry_run_shows_the_cost_and_touches_nothing(tmp_path: Path) -> None:
     rig.add_profile("dp2", "", parent="qwen36-27b-4090-dp2")
     try:
         assert rig.rigctl("switch", "tp2").returncode == 0
-        pid = rig.record()["pid"]  # type: ignore[index]
+        pid = rig.record()["pid"]
         done = rig.rigctl("switch", "dp2", "--dry-run", "--json")
         assert done.returncode == 0, done.stderr
         cost: dict[str, Any] = json.loads(done.stdout)
@@ -161,14 +170,23 @@ def test_a_dry_run_shows_the_cost_and_touches_nothing(tmp_path: Path) -> None:
         assert cost["verification"] and cost["refused"] is None and cost["pool_change"].startswith("KV pool ")
         text = rig.rigctl("switch", "dp2", "--dry-run")
         assert text.returncode == 0 and "KV pool " in text.stdout and "tokens (-" in text.stdout, text.stdout
-        assert rig.record()["pid"] == pid and rig.status()["active_profile"] == "tp2"  # type: ignore[index]
+        assert rig.record()["pid"] == pid and rig.status()["active_profile"] == "tp2"
         assert len(json.loads(rig.rigctl("history", "--json").stdout)) == 1
     finally:
         rig.cleanup()
 
 
-@pytest.mark.parametrize("shipped", ["qwen36-27b-awq-tp2", "qwen36-27b-fp8-tp2", "qwen36-27b-awq-tp2-async",
-                                     "qwen36-27b-autoround-tp2", "qwen36-27b-1x3090", "qwen25-3b-dp2"])
+@pytest.mark.parametrize(
+    "shipped",
+    [
+        "qwen36-27b-awq-tp2",
+        "qwen36-27b-fp8-tp2",
+        "qwen36-27b-awq-tp2-async",
+        "qwen36-27b-autoround-tp2",
+        "qwen36-27b-1x3090",
+        "qwen25-3b-dp2",
+    ],
+)
 def test_every_shipped_profile_has_a_dry_run_cost(rig: Rig, shipped: str) -> None:
     assert rig.rigctl("switch", "good").returncode == 0
     done = rig.rigctl("switch", shipped, "--dry-run", "--json")
@@ -189,10 +207,27 @@ def test_a_kv_too_small_fix_is_capped_at_the_models_maximum(rig: Rig, tmp_path: 
     is not what the model takes: the fix says the model's maximum."""
     log = tmp_path / "boot.log"
     with log.open("w") as handle:
-        subprocess.run([sys.executable, "-m", "rigctl.sim.vllm_server", "serve", "Qwen/Qwen3.6-27B-AWQ",
-                        "--tensor-parallel-size", "2", "--quantization", "awq_marlin", "--max-model-len", "1048576",
-                        "--port", str(rig.port)], stdout=handle, stderr=subprocess.STDOUT, timeout=120,
-                       env={**rig.env, "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rigctl.sim.vllm_server",
+                "serve",
+                "Qwen/Qwen3.6-27B-AWQ",
+                "--tensor-parallel-size",
+                "2",
+                "--quantization",
+                "awq_marlin",
+                "--max-model-len",
+                "1048576",
+                "--port",
+                str(rig.port),
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+            env={**rig.env, "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+        )
     assert "estimated maximum model length is" in log.read_text()
     read = rig.rigctl("bootlog", str(log))
     assert read.returncode == 1
@@ -200,8 +235,22 @@ def test_a_kv_too_small_fix_is_capped_at_the_models_maximum(rig: Rig, tmp_path: 
 
 
 def test_past_the_models_maximum_the_simulator_refuses_as_vllm_does(rig: Rig) -> None:
-    done = subprocess.run([sys.executable, "-m", "rigctl.sim.vllm_server", "serve", "Qwen/Qwen3.6-27B-AWQ",
-                           "--max-model-len", "300000", "--port", str(rig.port)], capture_output=True, text=True,
-                          timeout=120, env=rig.env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rigctl.sim.vllm_server",
+            "serve",
+            "Qwen/Qwen3.6-27B-AWQ",
+            "--max-model-len",
+            "300000",
+            "--port",
+            str(rig.port),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=rig.env,
+    )
     assert done.returncode == 1
     assert "User-specified max_model_len (300000) is greater than the derived max_model_len" in done.stdout

@@ -21,7 +21,7 @@ import pytest
 from tests.faults.rig import MountNamespace, Rig, private_mounts
 from tests.support.bench_rig import BenchRig
 
-LONGER = '''description = "a run long enough to be interrupted"
+LONGER = """description = "a run long enough to be interrupted"
 control = "seqs2"
 candidate = "seqs8"
 [workload]
@@ -34,7 +34,7 @@ warmup_requests = 2
 [gate]
 metric = "output_tok_per_s"
 min_change = 0.25
-'''
+"""
 
 
 @pytest.fixture
@@ -66,6 +66,7 @@ def measuring(rig: Rig, arm: int) -> Any:
     def check() -> bool:
         mark = live(rig)
         return bool(mark and mark["progress"]["number"] == arm and mark["progress"]["phase"] == "measuring")
+
     return check
 
 
@@ -78,13 +79,14 @@ def test_a_candidate_that_dies_mid_arm_is_the_verdicts_reason(bench_rig: BenchRi
     plan = bench_rig.plan("dies", text=LONGER)
     proc = bench_rig.popen("bench", str(plan), "--json")
     wait_until("arm 2 measuring", measuring(bench_rig, 2), proc)
-    victim = bench_rig.record()["pid"]  # type: ignore[index]
+    victim = bench_rig.record()["pid"]
     os.killpg(victim, signal.SIGKILL)  # the candidate's server dies under load (an OOM kill, a driver fault)
     code, out = Rig.finish(proc, timeout=240)
-    data = json.loads(out[out.index("{"):])
+    data = json.loads(out[out.index("{") :])
     assert code == 5 and data["verdict"] == "reject", out
-    assert data["reason"].startswith(f"candidate arm 2 (seqs8): its server (pid {victim}) was killed by SIGKILL "
-                                     "during the measured requests"), data["reason"]
+    assert data["reason"].startswith(
+        f"candidate arm 2 (seqs8): its server (pid {victim}) was killed by SIGKILL during the measured requests"
+    ), data["reason"]
     assert "drift" not in data["reason"] and "noisy" not in data["reason"]
     assert data["arms"][1]["server_died"] and data["arms"][2]["server_died"] is None
     assert bench_rig.status()["active_profile"] == "seqs2" and last_good(bench_rig) == "seqs2"
@@ -98,7 +100,7 @@ def test_a_plans_profiles_edited_or_broken_during_the_run_change_nothing(bench_r
     (bench_rig.profiles / "seqs8.toml").write_text("this is [not toml\n")  # broken mid-run
     (bench_rig.profiles / "seqs2.toml").write_text('extends = "qwen36-27b-awq-tp2"\n[vllm]\nport = 1\n')  # edited
     code, out = Rig.finish(proc, timeout=240)
-    data = json.loads(out[out.index("{"):])
+    data = json.loads(out[out.index("{") :])
     assert data["status"] == "complete" and code in (0, 5, 6), out
     assert [a["profile"] for a in data["arms"]] == ["seqs2", "seqs8", "seqs2"]
     assert all(a["completed"] == 12 for a in data["arms"])
@@ -108,28 +110,33 @@ def test_a_plans_profiles_edited_or_broken_during_the_run_change_nothing(bench_r
     assert last_good(bench_rig) == "seqs2"
 
 
-def test_two_ctrl_c_leave_saying_exactly_what_serves_and_restore_puts_the_control_back(
-        bench_rig: BenchRig) -> None:
+def test_two_ctrl_c_leave_saying_exactly_what_serves_and_restore_puts_the_control_back(bench_rig: BenchRig) -> None:
     plan = bench_rig.plan("cc", text=LONGER)
     proc = bench_rig.popen("bench", str(plan), "--json")
     wait_until("arm 2 measuring", measuring(bench_rig, 2), proc)
     proc.send_signal(signal.SIGINT)
-    wait_until("the control being put back", lambda: (bench_rig.state() or {}).get("target") == "seqs2"
-               and (bench_rig.state() or {}).get("status") == "switching", proc)
+    wait_until(
+        "the control being put back",
+        lambda: bench_rig.state_if_any().get("target") == "seqs2" and bench_rig.state_if_any().get("status") == "switching",
+        proc,
+    )
     proc.send_signal(signal.SIGINT)
     code, out = Rig.finish(proc, timeout=240)
-    data = json.loads(out[out.index("{"):])
+    data = json.loads(out[out.index("{") :])
     assert code == 1 and data["status"] == "interrupted", out
     message = data["message"]
     assert "left at the second Ctrl-C" in message and "`rigctl bench --restore` puts it back" in message, message
     # what it says serves is what serves
-    answering = bench_rig.serves() is not None
+    answering = bench_rig.answering() is not None
     if "nothing serves" in message:  # (a server told to stop may take a moment to be gone)
         assert not answering
         wait_until("the stopped server gone", lambda: not bench_rig.started_servers(), timeout=30)
     elif "is still starting" in message:
-        assert bench_rig.record() is not None and bench_rig.started_servers(), (
-            message, bench_rig.record(), Path(bench_rig.record()["log_path"]).read_text()[-3000:])
+        assert bench_rig.record_if_any() is not None and bench_rig.started_servers(), (
+            message,
+            bench_rig.record(),
+            Path(bench_rig.record()["log_path"]).read_text()[-3000:],
+        )
     else:
         assert "seqs2 serves" in message and answering
     assert last_good(bench_rig) == "seqs2"
@@ -153,8 +160,10 @@ def killed_mid_arm(rig: BenchRig, name: str) -> int:
 
 def test_a_bench_killed_mid_arm_is_said_by_every_later_command(bench_rig: BenchRig) -> None:
     pid = killed_mid_arm(bench_rig, "killed")
-    said = (f"a bench (killed) was cut short: rigctl pid {pid} died during arm 2 of 3 (candidate seqs8, "
-            f"measuring); seqs8 serves, and the control seqs2 was not put back: `rigctl bench --restore` puts it back")
+    said = (
+        f"a bench (killed) was cut short: rigctl pid {pid} died during arm 2 of 3 (candidate seqs8, "
+        f"measuring); seqs8 serves, and the control seqs2 was not put back: `rigctl bench --restore` puts it back"
+    )
 
     status = bench_rig.rigctl("status")
     assert said in status.stdout, status.stdout
@@ -193,6 +202,7 @@ def _tui_notifications(rig: Rig, into: list[str]) -> None:
     saved = {k: os.environ.get(k) for k in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "RIGCTL_SIM")}
     os.environ.update({k: rig.env[k] for k in saved})
     try:
+
         async def scenario() -> None:
             app = RigApp(RigSampler(open_backend("2x3090-nvlink"), with_host=False), poll_interval=None)
 
@@ -231,7 +241,8 @@ def ns(bench_rig: BenchRig) -> Iterator[MountNamespace]:
 
 
 def test_the_raw_dirs_disk_filling_mid_arm_is_one_line_and_restore_puts_the_control_back(
-        bench_rig: BenchRig, ns: MountNamespace) -> None:
+    bench_rig: BenchRig, ns: MountNamespace
+) -> None:
     bench_rig.state_dir.mkdir(parents=True, exist_ok=True)
     done = ns.run("mount", "-t", "tmpfs", "-o", "size=40m,mode=0700", "tmpfs", str(bench_rig.state_dir))
     if done.returncode != 0:
@@ -248,10 +259,9 @@ def test_the_raw_dirs_disk_filling_mid_arm_is_one_line_and_restore_puts_the_cont
         return bool(mark["progress"]["number"] == 2 and mark["progress"]["phase"] == "measuring")
 
     wait_until("arm 2 measuring", measuring_in_ns, proc)
-    assert ns.run("sh", "-c", f"dd if=/dev/zero of={bench_rig.state_dir}/filler bs=64K 2>/dev/null; true"
-                  ).returncode == 0
+    assert ns.run("sh", "-c", f"dd if=/dev/zero of={bench_rig.state_dir}/filler bs=64K 2>/dev/null; true").returncode == 0
     code, out = Rig.finish(proc, timeout=240)
-    data = json.loads(out[out.index("{"):])
+    data = json.loads(out[out.index("{") :])
     assert code == 1 and data["status"] == "failed", out
     message = data["message"]
     assert message.startswith("arm 2 of 3 broke off: ") and "No space left on device" in message, message

@@ -24,8 +24,9 @@ from tests.faults.rig import MountNamespace
 class Answers(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
-        data = json.dumps({"choices": [{"index": 0, "text": "ok"}],
-                           "usage": {"prompt_tokens": 50000, "completion_tokens": 1}}).encode()
+        data = json.dumps(
+            {"choices": [{"index": 0, "text": "ok"}], "usage": {"prompt_tokens": 50000, "completion_tokens": 1}}
+        ).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
@@ -53,9 +54,12 @@ def test_a_full_disk_stops_the_capture_saying_what_was_kept(upstream: str, tmp_p
         if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
         out = place / "day.jsonl"
-        proc = subprocess.Popen([*ns.prefix, sys.executable, "-m", "rigctl", "capture", "--to", upstream,
-                                 "--listen", "127.0.0.1:0", "--out", str(out)], env=dict(os.environ),
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*ns.prefix, sys.executable, "-m", "rigctl", "capture", "--to", upstream, "--listen", "127.0.0.1:0", "--out", str(out)],
+            env=dict(os.environ),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stderr is not None
         port = re.search(r"127\.0\.0\.1:(\d+)", proc.stderr.readline()).group(1)  # type: ignore[union-attr]
         prompt = "many words " * 20000  # 220 KB a request: the 1 MB disk fills on the fifth
@@ -63,16 +67,20 @@ def test_a_full_disk_stops_the_capture_saying_what_was_kept(upstream: str, tmp_p
         with httpx.Client(timeout=30, trust_env=False) as client:
             for _ in range(12):
                 try:
-                    answer = client.post(f"http://127.0.0.1:{port}/v1/completions",
-                                         json={"model": "m", "prompt": prompt, "max_tokens": 1})
+                    answer = client.post(
+                        f"http://127.0.0.1:{port}/v1/completions", json={"model": "m", "prompt": prompt, "max_tokens": 1}
+                    )
                 except httpx.HTTPError:
                     break  # the capture stopped: the app sees nobody listening
                 assert answer.status_code == 200 and answer.json()["choices"][0]["text"] == "ok"
                 answered += 1
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 1 and "Traceback" not in err, err
-        found = re.search(r"the trace cannot be written \(No space left on device\); the capture stopped with "
-                          r"(\d+) request\(s\) kept", err)
+        found = re.search(
+            r"the trace cannot be written \(No space left on device\); the capture stopped with "
+            r"(\d+) request\(s\) kept",
+            err,
+        )
         assert found, err
         kept = int(found.group(1))
         assert 1 <= kept < answered <= 12
@@ -87,8 +95,12 @@ def test_a_link_where_the_trace_goes_is_refused_and_its_target_untouched(upstrea
     target.write_text("mine\n")
     link = tmp_path / "day.jsonl"
     link.symlink_to(target)
-    done = subprocess.run([sys.executable, "-m", "rigctl", "capture", "--to", upstream, "--out", str(link)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "rigctl", "capture", "--to", upstream, "--out", str(link)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{link}: already exists; a capture never writes over a file" in done.stderr
     assert target.read_text() == "mine\n" and link.is_symlink()

@@ -25,9 +25,13 @@ def _mount_tmpfs(ns: MountNamespace, rig: Rig, mib: int) -> None:
 
 def _fill(ns: MountNamespace, rig: Rig, leave_kib: int) -> None:
     """Fill the state dir's filesystem until `leave_kib` KiB are free."""
-    done = ns.run("sh", "-c", f"avail=$(df -k --output=avail {rig.state_dir} | tail -1); "
-                  f"dd if=/dev/zero of={rig.state_dir}/filler bs=1K count=$((avail - {leave_kib})) 2>/dev/null; "
-                  f"df -k --output=avail {rig.state_dir} | tail -1")
+    done = ns.run(
+        "sh",
+        "-c",
+        f"avail=$(df -k --output=avail {rig.state_dir} | tail -1); "
+        f"dd if=/dev/zero of={rig.state_dir}/filler bs=1K count=$((avail - {leave_kib})) 2>/dev/null; "
+        f"df -k --output=avail {rig.state_dir} | tail -1",
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -38,14 +42,13 @@ def test_a_read_only_state_dir_is_refused_before_the_stop(rig: Rig, ns: MountNam
     assert ns.run("mount", "-o", "remount,bind,ro", str(rig.state_dir)).returncode == 0
     refused = rig.rigctl("switch", "alt")
     assert refused.returncode == 3
-    assert refused.stderr.strip() == (f"not switched: {rig.state_dir} is not writable: Read-only file system; "
-                                      "good keeps serving")
+    assert refused.stderr.strip() == (f"not switched: {rig.state_dir} is not writable: Read-only file system; good keeps serving")
     assert rig.record()["pid"] == pid and rig.serves()[0] == SERVED
     status = rig.rigctl("status")  # reading still works
     assert status.returncode == 0 and "serving good" in status.stdout
     stopped = rig.rigctl("stop")  # and so does a stop, which is what an owner then needs
     assert stopped.returncode == 0 and "stopped good" in stopped.stdout, stopped.stdout + stopped.stderr
-    assert rig.serves() is None
+    assert rig.answering() is None
 
 
 def test_a_full_state_dir_is_refused_before_the_stop(rig: Rig, ns: MountNamespace) -> None:
@@ -55,8 +58,12 @@ def test_a_full_state_dir_is_refused_before_the_stop(rig: Rig, ns: MountNamespac
     refused = rig.rigctl("switch", "alt")
     assert refused.returncode == 3, refused.stdout + refused.stderr
     line = refused.stderr.strip()
-    assert line.startswith((f"not switched: the filesystem of {rig.state_dir} is full (",
-                            f"not switched: {rig.state_dir} is not writable: No space left on device")), line
+    assert line.startswith(
+        (
+            f"not switched: the filesystem of {rig.state_dir} is full (",
+            f"not switched: {rig.state_dir} is not writable: No space left on device",
+        )
+    ), line
     assert line.endswith("good keeps serving") and rig.serves()[0] == SERVED
     rig.check_invariants()
 

@@ -18,8 +18,9 @@ from tests.faults.rig import SERVED, Rig
 def squatter(rig: Rig) -> Iterator[subprocess.Popen[bytes]]:
     """A live process that holds 4 GiB on each simulated GPU (as a desktop or a notebook would)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    write_claim(rig.state_dir / "sim-claims", proc.pid,
-                [{"gpu": g, "memory_bytes": 4096 * MIB, "title": None, "load": 0.0} for g in (0, 1)])
+    write_claim(
+        rig.state_dir / "sim-claims", proc.pid, [{"gpu": g, "memory_bytes": 4096 * MIB, "title": None, "load": 0.0} for g in (0, 1)]
+    )
     yield proc
     proc.kill()
     proc.wait()
@@ -31,8 +32,11 @@ def test_a_switch_vllm_would_refuse_is_refused_before_the_stop(rig: Rig) -> None
     pid = rig.record()["pid"]
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     try:
-        write_claim(rig.state_dir / "sim-claims", proc.pid,
-                    [{"gpu": g, "memory_bytes": 4096 * MIB, "title": None, "load": 0.0} for g in (0, 1)])
+        write_claim(
+            rig.state_dir / "sim-claims",
+            proc.pid,
+            [{"gpu": g, "memory_bytes": 4096 * MIB, "title": None, "load": 0.0} for g in (0, 1)],
+        )
         refused = rig.rigctl("switch", "alt")
         assert refused.returncode == 3, refused.stdout + refused.stderr
         last = refused.stderr.strip().splitlines()[-1]
@@ -52,7 +56,7 @@ def test_a_switch_vllm_would_refuse_is_refused_before_the_stop(rig: Rig) -> None
         proc.wait()
 
 
-def test_a_modest_profile_that_fits_beside_the_squatter_is_not_refused(rig: Rig, squatter) -> None:
+def test_a_modest_profile_that_fits_beside_the_squatter_is_not_refused(rig: Rig, squatter: subprocess.Popen[bytes]) -> None:
     rig.add_profile("modest", "gpu_memory_utilization = 0.78\n")
     switched = rig.rigctl("switch", "modest")
     assert switched.returncode == 0, switched.stderr

@@ -28,16 +28,19 @@ def one_line(text: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("changes,said", [
-    ({"num_attention_heads": 0}, "num_attention_heads is 0; it must be between 1 and 4,096"),
-    ({"hidden_size": 0}, "hidden_size is 0; it must be between 1 and 1,000,000"),
-    ({"num_hidden_layers": -32}, "num_hidden_layers is -32; it must be between 1 and 1,000"),
-    ({"num_hidden_layers": "32"}, "num_hidden_layers is '32'; it must be a whole number"),
-    ({"vocab_size": 10**400}, "vocab_size is 1000"),
-    ({"num_key_value_heads": 64}, "num_key_value_heads is 64; it must be between 1 and 32"),
-], ids=["zero-heads", "zero-hidden", "negative-layers", "string-count", "400-digits", "more-kv-than-heads"])
-def test_a_config_with_values_no_model_has_is_one_line(rig: Rig, tmp_path: Path, changes: dict[str, object],
-                                                      said: str) -> None:
+@pytest.mark.parametrize(
+    "changes,said",
+    [
+        ({"num_attention_heads": 0}, "num_attention_heads is 0; it must be between 1 and 4,096"),
+        ({"hidden_size": 0}, "hidden_size is 0; it must be between 1 and 1,000,000"),
+        ({"num_hidden_layers": -32}, "num_hidden_layers is -32; it must be between 1 and 1,000"),
+        ({"num_hidden_layers": "32"}, "num_hidden_layers is '32'; it must be a whole number"),
+        ({"vocab_size": 10**400}, "vocab_size is 1000"),
+        ({"num_key_value_heads": 64}, "num_key_value_heads is 64; it must be between 1 and 32"),
+    ],
+    ids=["zero-heads", "zero-hidden", "negative-layers", "string-count", "400-digits", "more-kv-than-heads"],
+)
+def test_a_config_with_values_no_model_has_is_one_line(rig: Rig, tmp_path: Path, changes: dict[str, object], said: str) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**LLAMA, **changes}))
     done = rig.rigctl("fit", "--config", str(path))
@@ -46,13 +49,17 @@ def test_a_config_with_values_no_model_has_is_one_line(rig: Rig, tmp_path: Path,
     assert line.startswith(f"rigctl: {path}: ") and said in line, line
 
 
-@pytest.mark.parametrize("text,said", [
-    ('{"num_hidden_layers": Infinity}', "Infinity is not a JSON number"),
-    ('{"num_hidden_layers": NaN}', "NaN is not a JSON number"),
-    ("[" * 100_000 + "]" * 100_000, "not a readable config.json"),
-    ('{"num_hidden_layers": ' + "9" * 5000 + "}", "not a readable config.json"),
-    ("\xff\xfe not json", "not a readable config.json"),
-], ids=["infinity", "nan", "deep-nesting", "5000-digits", "not-utf8"])
+@pytest.mark.parametrize(
+    "text,said",
+    [
+        ('{"num_hidden_layers": Infinity}', "Infinity is not a JSON number"),
+        ('{"num_hidden_layers": NaN}', "NaN is not a JSON number"),
+        ("[" * 100_000 + "]" * 100_000, "not a readable config.json"),
+        ('{"num_hidden_layers": ' + "9" * 5000 + "}", "not a readable config.json"),
+        ("\xff\xfe not json", "not a readable config.json"),
+    ],
+    ids=["infinity", "nan", "deep-nesting", "5000-digits", "not-utf8"],
+)
 def test_a_config_that_is_not_json_of_a_model_is_one_line(rig: Rig, tmp_path: Path, text: str, said: str) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(text.encode("latin-1") if text.startswith("\xff") else text.encode())
@@ -69,14 +76,21 @@ def test_files_that_are_not_files_are_refused_without_reading(rig: Rig, tmp_path
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as handle:
         handle.truncate(200 * 1024 * 1024)  # sparse: 200 MB that a reader would have to hold
-    for path, said in ((fifo, "a FIFO, not a model config"), (Path("/dev/zero"), "a device, not a model config"),
-                       (huge, "200.0 MiB, larger than any model config rigctl reads (16 MiB)"),
-                       (tmp_path / "empty", "a directory")):
+    for path, said in (
+        (fifo, "a FIFO, not a model config"),
+        (Path("/dev/zero"), "a device, not a model config"),
+        (huge, "200.0 MiB, larger than any model config rigctl reads (16 MiB)"),
+        (tmp_path / "empty", "a directory"),
+    ):
         done = rig.rigctl("fit", "--config", str(path), timeout=30)
         assert done.returncode == 2, (path, done.stderr)
         assert said in one_line(done.stderr), done.stderr
-    for command in (("bootlog", str(fifo)), ("bootlog", "/dev/zero"), ("metrics", "--file", str(fifo)),
-                    ("metrics", "--file", "/dev/zero")):
+    for command in (
+        ("bootlog", str(fifo)),
+        ("bootlog", "/dev/zero"),
+        ("metrics", "--file", str(fifo)),
+        ("metrics", "--file", "/dev/zero"),
+    ):
         done = rig.rigctl(*command, timeout=30)
         assert done.returncode == 2, (command, done.stderr)
         assert "not a regular file" in one_line(done.stderr) or "a FIFO" in done.stderr or "a device" in done.stderr
@@ -84,7 +98,7 @@ def test_files_that_are_not_files_are_refused_without_reading(rig: Rig, tmp_path
 
 def test_a_profile_naming_a_model_dir_that_is_not_there_is_refused_before_the_stop(rig: Rig, tmp_path: Path) -> None:
     assert rig.rigctl("switch", "good").returncode == 0
-    pid = rig.record()["pid"]  # type: ignore[index]
+    pid = rig.record()["pid"]
     missing = tmp_path / "models" / "Qwen3.6-27B-AWQ"
     rig.add_profile("gone", "", parent="good").write_text(f'extends = "good"\nmodel = "{missing}"\n')
     validated = rig.rigctl("profile", "validate", "gone")
@@ -98,7 +112,7 @@ def test_a_profile_naming_a_model_dir_that_is_not_there_is_refused_before_the_st
 
 def test_a_broken_config_of_the_profiles_own_model_is_an_error_before_the_stop(rig: Rig, tmp_path: Path) -> None:
     assert rig.rigctl("switch", "good").returncode == 0
-    pid = rig.record()["pid"]  # type: ignore[index]
+    pid = rig.record()["pid"]
     model = tmp_path / "models" / "broken"
     model.mkdir(parents=True)
     (model / "config.json").write_text(json.dumps({**LLAMA, "num_attention_heads": 0}))
@@ -108,7 +122,7 @@ def test_a_broken_config_of_the_profiles_own_model_is_an_error_before_the_stop(r
     assert validated.returncode == 2 and f"{model}/config.json: num_attention_heads is 0" in out, out
     switched = rig.rigctl("switch", "broken")
     assert switched.returncode == 2 and "num_attention_heads is 0" in switched.stderr
-    assert rig.record()["pid"] == pid  # type: ignore[index]
+    assert rig.record()["pid"] == pid
 
 
 def test_a_forty_megabyte_exposition_is_read_in_bounded_memory(tmp_path: Path) -> None:
@@ -162,10 +176,13 @@ class Answers:
         try:
             conn.recv(65536)
             head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            bodies = {"list": b"[1, 2, 3]", "data-list": b'{"status": "success", "data": [1]}',
-                      "not-numbers": b'{"status": "success", "data": {"resultType": "matrix", "result": ['
-                                     b'{"metric": {"__name__": "vllm:num_requests_running"}, '
-                                     b'"values": [[1, "abc"]]}]}}'}
+            bodies = {
+                "list": b"[1, 2, 3]",
+                "data-list": b'{"status": "success", "data": [1]}',
+                "not-numbers": b'{"status": "success", "data": {"resultType": "matrix", "result": ['
+                b'{"metric": {"__name__": "vllm:num_requests_running"}, '
+                b'"values": [[1, "abc"]]}]}}',
+            }
             if self.behaviour in bodies:
                 body = bodies[self.behaviour]
                 conn.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -198,13 +215,18 @@ def prometheus(request: pytest.FixtureRequest) -> Iterator[Answers]:
     server.close()
 
 
-@pytest.mark.parametrize("prometheus,said", [
-    ("list", "the answer is a JSON list, not Prometheus's object"),
-    ("data-list", "the answer's data is not a query_range result"),
-    ("not-numbers", "a sample is [1, 'abc'], not [time, \"number\"]"),
-    ("trickle", "no complete answer within 3 s"),
-    ("flood", "the answer is larger than 64 MiB"),
-], indirect=["prometheus"], ids=["list", "data-list", "not-numbers", "trickle", "flood"])
+@pytest.mark.parametrize(
+    "prometheus,said",
+    [
+        ("list", "the answer is a JSON list, not Prometheus's object"),
+        ("data-list", "the answer's data is not a query_range result"),
+        ("not-numbers", "a sample is [1, 'abc'], not [time, \"number\"]"),
+        ("trickle", "no complete answer within 3 s"),
+        ("flood", "the answer is larger than 64 MiB"),
+    ],
+    indirect=["prometheus"],
+    ids=["list", "data-list", "not-numbers", "trickle", "flood"],
+)
 def test_a_prometheus_of_the_wrong_shape_slow_or_huge_is_one_line(rig: Rig, prometheus: Answers, said: str) -> None:
     rig.write_config(f'[server]\nstop_grace = 3\n[prometheus]\nurl = "{prometheus.url}"\ntimeout = 3\n')
     done = rig.rigctl("report", "--since", "1h", timeout=120)
@@ -215,11 +237,15 @@ def test_a_prometheus_of_the_wrong_shape_slow_or_huge_is_one_line(rig: Rig, prom
 
 def test_the_text_of_metrics_never_says_nan_or_inf(rig: Rig, tmp_path: Path) -> None:
     before, after = tmp_path / "a.prom", tmp_path / "b.prom"
-    before.write_text('vllm:kv_cache_usage_perc{engine="0"} NaN\nvllm:prefix_cache_queries_total{engine="0"} 0\n'
-                      'vllm:prefix_cache_hits_total{engine="0"} 0\nvllm:generation_tokens_total{engine="0"} 0\n')
-    after.write_text('vllm:kv_cache_usage_perc{engine="0"} +Inf\nvllm:prefix_cache_queries_total{engine="0"} 1e-320\n'
-                     'vllm:prefix_cache_hits_total{engine="0"} 1e308\nvllm:generation_tokens_total{engine="0"} +Inf\n'
-                     'vllm:num_requests_running{engine="0"} NaN\n')
+    before.write_text(
+        'vllm:kv_cache_usage_perc{engine="0"} NaN\nvllm:prefix_cache_queries_total{engine="0"} 0\n'
+        'vllm:prefix_cache_hits_total{engine="0"} 0\nvllm:generation_tokens_total{engine="0"} 0\n'
+    )
+    after.write_text(
+        'vllm:kv_cache_usage_perc{engine="0"} +Inf\nvllm:prefix_cache_queries_total{engine="0"} 1e-320\n'
+        'vllm:prefix_cache_hits_total{engine="0"} 1e308\nvllm:generation_tokens_total{engine="0"} +Inf\n'
+        'vllm:num_requests_running{engine="0"} NaN\n'
+    )
     for files in (("--file", str(after)), ("--file", str(before), "--file", str(after), "--seconds", "10")):
         done = rig.rigctl("metrics", *files)
         assert done.returncode == 0, done.stderr

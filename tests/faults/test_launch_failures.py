@@ -47,8 +47,11 @@ def test_a_launch_that_fails_after_the_stop_rolls_back(rig: Rig, tmp_path: Path)
     the old server shut down): the failure is a failed attempt, and the last good one returns."""
     rig.add_profile("good", '[env]\nRIGCTL_SIM_STOP_DELAY = "1.5"\n')
     assert rig.rigctl("switch", "good").returncode == 0
-    vllm = _script(tmp_path / "venv-vllm", f"#!{sys.executable}\nimport runpy, sys\n"
-                   "sys.argv[0] = 'vllm'\nrunpy.run_module('rigctl.sim.vllm_server', run_name='__main__')\n")
+    vllm = _script(
+        tmp_path / "venv-vllm",
+        f"#!{sys.executable}\nimport runpy, sys\n"
+        "sys.argv[0] = 'vllm'\nrunpy.run_module('rigctl.sim.vllm_server', run_name='__main__')\n",
+    )
     rig.add_profile("doomed", f'[rigctl]\nvllm_command = ["{vllm}"]\n')
     switch = rig.popen("switch", "doomed")
     rig.wait_for(switch, "stopping good")
@@ -68,8 +71,10 @@ def test_a_launcher_that_cannot_reach_its_manager_is_refused_before_the_stop(rig
     assert rig.rigctl("switch", "good").returncode == 0
     pid = rig.record()["pid"]
     env = {"RIGCTL_LAUNCHER": launcher, "RIGCTL_SIM": ""}
-    rig.write_config(f"[server]\nstop_grace = 3\nvllm_command = [\"{sys.executable}\", \"-m\", "
-                     f"\"rigctl.sim.vllm_server\"]\n[systemd]\nuser = true\ndropin_dir = \"{rig.home}/dropin\"\n")
+    rig.write_config(
+        f'[server]\nstop_grace = 3\nvllm_command = ["{sys.executable}", "-m", '
+        f'"rigctl.sim.vllm_server"]\n[systemd]\nuser = true\ndropin_dir = "{rig.home}/dropin"\n'
+    )
     refused = rig.rigctl("switch", "alt", env=env)
     assert refused.returncode == 3, refused.stdout + refused.stderr
     last = refused.stderr.strip().splitlines()[-1]

@@ -20,11 +20,14 @@ def test_a_trickling_server_cannot_hold_metrics_past_its_deadline(rig: Rig) -> N
     assert done.stderr.strip() == f"rigctl: cannot read {server.url}/metrics: timed out: no complete answer within 5 s"
 
 
-@pytest.mark.parametrize("behaviour,said", [
-    ("garbage", "not an HTTP answer: not an HTTP/1.x status line: 'SSH-2.0-OpenSSH_9.6'"),
-    ("empty", "answered, but with no vLLM metrics (0 other samples): is a vLLM server listening there?"),
-    ("not-vllm", "answered, but with no vLLM metrics (2 other samples): is a vLLM server listening there?"),
-])
+@pytest.mark.parametrize(
+    "behaviour,said",
+    [
+        ("garbage", "not an HTTP answer: not an HTTP/1.x status line: 'SSH-2.0-OpenSSH_9.6'"),
+        ("empty", "answered, but with no vLLM metrics (0 other samples): is a vLLM server listening there?"),
+        ("not-vllm", "answered, but with no vLLM metrics (2 other samples): is a vLLM server listening there?"),
+    ],
+)
 def test_an_endpoint_that_is_not_vllm_is_an_error_that_says_why(rig: Rig, behaviour: str, said: str) -> None:
     with bad_server(behaviour) as server:
         done = rig.rigctl("metrics", "--url", server.url, "--json")

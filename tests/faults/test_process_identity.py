@@ -35,7 +35,7 @@ def test_a_stale_record_restored_from_a_backup_does_not_orphan_the_live_server(r
     (rig.state_dir / "server.json").write_text(backup)
     stopped = rig.rigctl("stop")
     assert stopped.returncode == 0 and "stopped good" in stopped.stdout, stopped.stdout + stopped.stderr
-    assert rig.serves() is None and good_pid not in [p.pid for p in rig.started_servers()]
+    assert rig.answering() is None and good_pid not in [p.pid for p in rig.started_servers()]
     rig.check_invariants()
 
 
@@ -59,7 +59,7 @@ def test_a_wall_clock_step_does_not_lose_the_server(rig: Rig, older_record: bool
     assert rig.rigctl("status").stdout.startswith("serving: serving good")
     stopped = rig.rigctl("stop")
     assert stopped.returncode == 0 and "stopped good" in stopped.stdout, stopped.stdout + stopped.stderr
-    assert rig.serves() is None
+    assert rig.answering() is None
     rig.check_invariants()
 
 

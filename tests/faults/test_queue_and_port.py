@@ -27,7 +27,7 @@ def test_queued_switch_reads_what_runs_after_the_wait(rig: Rig) -> None:
     assert rig.serves()[0] == SERVED
     rig.check_invariants(digest)
     assert rig.rigctl("stop").returncode == 0
-    assert rig.serves() is None and rig.listener_pid() is None
+    assert rig.answering() is None and rig.listener_pid() is None
 
 
 def test_a_foreign_server_answering_during_the_boot_is_not_taken_for_ours(rig: Rig) -> None:
@@ -36,12 +36,30 @@ def test_a_foreign_server_answering_during_the_boot_is_not_taken_for_ours(rig: R
     rig.add_profile("slowbind", '[env]\nRIGCTL_SIM_TIME_SCALE = "0.4"\n')  # ~3 s of "imports" before it binds
     switch = rig.popen("switch", "slowbind")
     rig.wait_for(switch, "starting slowbind")
-    foreign = subprocess.Popen([sys.executable, "-m", "rigctl.sim.vllm_server", "serve", "Qwen/Qwen3.6-27B-AWQ",
-                                "--tensor-parallel-size", "2", "--quantization", "awq_marlin", "--max-model-len",
-                                "32768", "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(rig.port)],
-                               env={**rig.env, "RIGCTL_SIM_TIME_SCALE": "0.0",
-                                    "XDG_STATE_HOME": str(rig.home / "foreign")},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    foreign = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigctl.sim.vllm_server",
+            "serve",
+            "Qwen/Qwen3.6-27B-AWQ",
+            "--tensor-parallel-size",
+            "2",
+            "--quantization",
+            "awq_marlin",
+            "--max-model-len",
+            "32768",
+            "--served-model-name",
+            SERVED,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(rig.port),
+        ],
+        env={**rig.env, "RIGCTL_SIM_TIME_SCALE": "0.0", "XDG_STATE_HOME": str(rig.home / "foreign")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         code, out = rig.finish(switch)
         assert code == 4, out  # nothing of rigctl's serves; nothing served before

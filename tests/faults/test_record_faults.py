@@ -28,8 +28,22 @@ DAY = 86400.0
 
 
 def _rows(path: Path, count: int, newest: float) -> list[Row]:
-    rows = [Row(newest - (count - 1 - i) * 10.0, 10.0, "good", "boot-1", 400_000, 0.2, 2.0, 1.0, 0.0,
-                {"prompt_tokens": 100.0, "generation_tokens": 50.0}, {"stop": 1.0}) for i in range(count)]
+    rows = [
+        Row(
+            newest - (count - 1 - i) * 10.0,
+            10.0,
+            "good",
+            "boot-1",
+            400_000,
+            0.2,
+            2.0,
+            1.0,
+            0.0,
+            {"prompt_tokens": 100.0, "generation_tokens": 50.0},
+            {"stop": 1.0},
+        )
+        for i in range(count)
+    ]
     writer = RecordWriter(path)
     for row in rows:
         writer.add(row)
@@ -37,11 +51,17 @@ def _rows(path: Path, count: int, newest: float) -> list[Row]:
     return rows
 
 
-def _record(rig: Rig, *args: str, seconds: float, env: dict[str, str] | None = None,
-            prefix: tuple[str, ...] = (), during: object = None) -> tuple[int, str]:
+def _record(
+    rig: Rig, *args: str, seconds: float, env: dict[str, str] | None = None, prefix: tuple[str, ...] = (), during: object = None
+) -> tuple[int, str]:
     """`rigctl record` run for `seconds`, then SIGTERM (as systemd stops it); (exit code, stderr)."""
-    proc = subprocess.Popen([*(prefix or rig.prefix), sys.executable, "-m", "rigctl", "record", *args],
-                            env={**rig.env, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*(prefix or rig.prefix), sys.executable, "-m", "rigctl", "record", *args],
+        env={**rig.env, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + seconds
     if callable(during):
         during()
@@ -57,8 +77,9 @@ def _libfaketime() -> str | None:
     SIGTERM a systemd stop sends would reach the wrapper, not the recorder)."""
     if shutil.which("faketime") is None:
         return None
-    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1")) + sorted(Path("/usr/lib").glob(
-        "faketime/libfaketime.so.1"))
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1")) + sorted(
+        Path("/usr/lib").glob("faketime/libfaketime.so.1")
+    )
     return str(found[0]) if found else None
 
 
@@ -67,8 +88,13 @@ def test_a_clock_forty_days_ahead_deletes_nothing(rig: Rig) -> None:
     rig.state_dir.mkdir(parents=True, exist_ok=True)
     path = rig.state_dir / "record.sqlite"
     written = _rows(path, 50, time.time() - 60)
-    code, err = _record(rig, "--interval", "1", seconds=3, env={
-        "LD_PRELOAD": _libfaketime() or "", "FAKETIME": "+40d", "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
+    code, err = _record(
+        rig,
+        "--interval",
+        "1",
+        seconds=3,
+        env={"LD_PRELOAD": _libfaketime() or "", "FAKETIME": "+40d", "FAKETIME_DONT_FAKE_MONOTONIC": "1"},
+    )
     assert code == 0, err
     assert "days ahead of the record's newest row" in err and "nothing is downsampled or dropped" in err, err
     assert err.count("days ahead of the record's newest row") == 1
@@ -98,7 +124,7 @@ def test_a_damaged_server_record_for_a_moment_does_not_end_the_recorder(rig: Rig
 
     def damage_for_a_moment() -> None:
         time.sleep(2.5)
-        record.write_text("{\"launcher\": ")
+        record.write_text('{"launcher": ')
         time.sleep(2.5)
         record.write_text(good)
 
@@ -117,10 +143,19 @@ def test_a_lock_another_program_holds_is_waited_out_and_loses_no_row(rig: Rig) -
 
     def lock_for_twelve_seconds() -> None:
         time.sleep(3)
-        holder = subprocess.Popen([sys.executable, "-c", (
-            "import sqlite3, sys, time; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
-            "db.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(12); db.execute('COMMIT')"),
-            str(path)], stdout=subprocess.PIPE, text=True)
+        holder = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                (
+                    "import sqlite3, sys, time; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
+                    "db.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(12); db.execute('COMMIT')"
+                ),
+                str(path),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         holders.append(holder)
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
 
@@ -158,8 +193,9 @@ def test_a_disk_full_for_a_moment_does_not_end_the_recorder(rig: Rig, ns: MountN
     code, err = _record(rig, "--interval", "1", seconds=13, during=fill_for_a_moment)
     assert code == 0, err
     assert "full" in err and "rows are kept in memory" in err and "the record is written again" in err, err
-    listed = subprocess.run([*ns.prefix, sys.executable, "-m", "rigctl", "report", "--json"], env=rig.env,
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [*ns.prefix, sys.executable, "-m", "rigctl", "report", "--json"], env=rig.env, capture_output=True, text=True, timeout=60
+    )
     assert listed.returncode == 0, listed.stderr
     served = json.loads(listed.stdout)["profiles"]
     # every second of the 13 but the first interval's: the full stretch's rows were kept and written
@@ -211,9 +247,21 @@ def test_an_empty_record_file_is_an_empty_record(rig: Rig) -> None:
 def test_an_endpoint_that_is_not_vllm_is_never_recorded_as_idle_serving(rig: Rig, behaviour: str) -> None:
     rig.state_dir.mkdir(parents=True, exist_ok=True)
     with bad_server(behaviour) as server:
-        (rig.state_dir / "server.json").write_text(json.dumps({
-            "launcher": "process", "profile": "good", "started": time.time(), "log_path": "", "host": "127.0.0.1",
-            "port": server.port, "served_names": ["qwen3.6-27b"], "argv": [], "boot_id": "b"}))
+        (rig.state_dir / "server.json").write_text(
+            json.dumps(
+                {
+                    "launcher": "process",
+                    "profile": "good",
+                    "started": time.time(),
+                    "log_path": "",
+                    "host": "127.0.0.1",
+                    "port": server.port,
+                    "served_names": ["qwen3.6-27b"],
+                    "argv": [],
+                    "boot_id": "b",
+                }
+            )
+        )
         code, err = _record(rig, "--interval", "1", seconds=5)
     assert code == 0, err
     assert RecordReader(rig.state_dir / "record.sqlite").rows() == []

@@ -60,4 +60,4 @@ def test_second_ctrl_c_leaves_at_once_and_says_what_is_left(rig: Rig) -> None:
     while rig.status()["active_profile"] != "good":  # it finishes booting on its own
         assert time.monotonic() < deadline
         time.sleep(0.3)
-    assert rig.rigctl("stop").returncode == 0 and rig.serves() is None
+    assert rig.rigctl("stop").returncode == 0 and rig.answering() is None

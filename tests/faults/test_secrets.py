@@ -17,7 +17,7 @@ KEYS = ("sk-planted-one", "sk-planted-two")
 HF = "-hf-planted-dash"  # a value that starts with a dash, as some tokens do
 OTHER = "tok-planted-env"
 SECRETS = (*KEYS, HF, OTHER)
-BODY = (f'api_key = ["{KEYS[0]}", "{KEYS[1]}"]\nhf_token = "{HF}"\n[env]\nMY_SERVICE_TOKEN = "{OTHER}"\n')
+BODY = f'api_key = ["{KEYS[0]}", "{KEYS[1]}"]\nhf_token = "{HF}"\n[env]\nMY_SERVICE_TOKEN = "{OTHER}"\n'
 
 
 def _leaks(text: str) -> list[str]:
@@ -34,12 +34,27 @@ def planted(rig: Rig) -> Rig:
 
 
 COMMANDS = [
-    ("status",), ("status", "--json"), ("gpus",), ("gpus", "--json"), ("topo",), ("profile", "list"),
-    ("profile", "list", "--json"), ("profile", "show", "secret"), ("profile", "show", "secret", "--json"),
-    ("profile", "diff", "good", "secret"), ("profile", "diff", "good", "secret", "--json"),
-    ("profile", "validate", "secret"), ("profile", "argv", "secret"), ("profile", "argv", "secret", "--json"),
-    ("logs", "-n", "500"), ("history",), ("history", "--json"), ("metrics",), ("metrics", "--json"),
-    ("config",), ("config", "--json"),
+    ("status",),
+    ("status", "--json"),
+    ("gpus",),
+    ("gpus", "--json"),
+    ("topo",),
+    ("profile", "list"),
+    ("profile", "list", "--json"),
+    ("profile", "show", "secret"),
+    ("profile", "show", "secret", "--json"),
+    ("profile", "diff", "good", "secret"),
+    ("profile", "diff", "good", "secret", "--json"),
+    ("profile", "validate", "secret"),
+    ("profile", "argv", "secret"),
+    ("profile", "argv", "secret", "--json"),
+    ("logs", "-n", "500"),
+    ("history",),
+    ("history", "--json"),
+    ("metrics",),
+    ("metrics", "--json"),
+    ("config",),
+    ("config", "--json"),
 ]
 
 
@@ -95,8 +110,7 @@ def subprocess_in(rig: Rig, cwd: Path, *args: str) -> str:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "rigctl", *args], env=rig.env, cwd=cwd, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "rigctl", *args], env=rig.env, cwd=cwd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -111,11 +125,10 @@ async def _screens(rig: Rig) -> None:
     import argparse
 
     from rigctl.cli.serving import make_context
-    from rigctl.tui.app import make_app
-    from tests.tui.helpers import poll, screen_text, settle
+    from tests.tui.helpers import app_for, poll, screen_text, settle
 
     ctx = make_context(argparse.Namespace(sim=os.environ["RIGCTL_SIM"]))
-    app = make_app(ctx.sampler, ctx, poll_interval=None)
+    app = app_for(ctx)
     shown = []
     async with app.run_test(size=(160, 48)) as pilot:
         await poll(app, pilot)
@@ -127,8 +140,9 @@ async def _screens(rig: Rig) -> None:
             await pilot.pause(0.6)
             shown.append(screen_text(app))
         await pilot.press("p")
-        app.start_serving_action("secret", lambda c: __import__("rigctl.serve.switch", fromlist=["switch"]).switch(
-            c, "secret", rollback=False))
+        app.start_serving_action(
+            "secret", lambda c: __import__("rigctl.serve.switch", fromlist=["switch"]).switch(c, "secret", rollback=False)
+        )
         await settle(app, pilot)
         await pilot.pause(0.5)
         shown.append(screen_text(app))

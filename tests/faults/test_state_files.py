@@ -9,8 +9,7 @@ import pytest
 from tests.faults.rig import SERVED, Rig
 
 
-@pytest.mark.parametrize("damage", ["", "{\"launcher\": \"process\", \"prof", "[1, 2]"],
-                         ids=["empty", "cut", "not-an-object"])
+@pytest.mark.parametrize("damage", ["", '{"launcher": "process", "prof', "[1, 2]"], ids=["empty", "cut", "not-an-object"])
 def test_a_damaged_server_record_is_named_and_the_server_still_found(rig: Rig, damage: str) -> None:
     assert rig.rigctl("switch", "good").returncode == 0
     pid = rig.record()["pid"]
@@ -26,7 +25,7 @@ def test_a_damaged_server_record_is_named_and_the_server_still_found(rig: Rig, d
     stopped = rig.rigctl("stop")
     assert stopped.returncode == 0 and "stopped good" in stopped.stdout, stopped.stdout + stopped.stderr
     assert str(path) in stopped.stdout + stopped.stderr
-    assert rig.serves() is None
+    assert rig.answering() is None
     rig.check_invariants()
 
 

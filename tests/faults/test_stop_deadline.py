@@ -25,13 +25,26 @@ def test_a_server_that_outlives_sigkill_is_reported_with_its_pid(rig: Rig) -> No
     stuck = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "setsid", "sleep", "300"])
     try:
         time.sleep(0.3)
-        leader = next(p for p in [*psutil.Process(stuck.pid).children(recursive=True), psutil.Process(stuck.pid)]
-                      if p.name() == "sleep")
+        leader = next(
+            p for p in [*psutil.Process(stuck.pid).children(recursive=True), psutil.Process(stuck.pid)] if p.name() == "sleep"
+        )
         rig.state_dir.mkdir(parents=True, exist_ok=True)
-        (rig.state_dir / "server.json").write_text(json.dumps({
-            "launcher": "process", "profile": "good", "started": time.time(), "log_path": "", "host": "127.0.0.1",
-            "port": rig.port, "served_names": ["qwen3.6-27b"], "argv": ["vllm", "serve"], "pid": leader.pid,
-            "create_time": leader.create_time()}))
+        (rig.state_dir / "server.json").write_text(
+            json.dumps(
+                {
+                    "launcher": "process",
+                    "profile": "good",
+                    "started": time.time(),
+                    "log_path": "",
+                    "host": "127.0.0.1",
+                    "port": rig.port,
+                    "served_names": ["qwen3.6-27b"],
+                    "argv": ["vllm", "serve"],
+                    "pid": leader.pid,
+                    "create_time": leader.create_time(),
+                }
+            )
+        )
         probe = subprocess.run(["unshare", "--user", "--map-root-user", "true"], capture_output=True)
         if probe.returncode != 0:
             pytest.skip(f"no user namespaces here: {probe.stderr.decode().strip()}")
@@ -40,8 +53,7 @@ def test_a_server_that_outlives_sigkill_is_reported_with_its_pid(rig: Rig) -> No
         took = time.monotonic() - started
         assert stopped.returncode == 1, stopped.stdout + stopped.stderr
         line = stopped.stderr.strip().splitlines()[-1]
-        assert line.startswith(f"good could not be stopped: its process group {leader.pid} is still alive 2 s "
-                               "after SIGKILL"), line
+        assert line.startswith(f"good could not be stopped: its process group {leader.pid} is still alive 2 s after SIGKILL"), line
         assert f"ps -o pid,stat,user,cmd -g {leader.pid}" in line
         assert took < 15  # grace 3 s + kill wait 2 s, then it says so: never forever
         assert rig.record()["pid"] == leader.pid  # still recorded: a later stop can retry

@@ -1,4 +1,4 @@
-"""Where the tests' model configs are: rigctl's shipped copies (rigctl/fit/configs), else the
+"""Where the tests' model configs are: rigctl's shipped copies (rigctl/vllm/configs), else the
 test fixtures (tests/fixtures/fit: models rigctl does not ship)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-SHIPPED = ROOT / "rigctl" / "fit" / "configs"
+SHIPPED = ROOT / "rigctl" / "vllm" / "configs"
 FIXTURES = ROOT / "tests" / "fixtures" / "fit"
 
 

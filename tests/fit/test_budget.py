@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from rigctl.fit.advise import FitInputs, evaluate, layouts, recommend
-from rigctl.fit.kvpool import pool_shape
-from rigctl.fit.model import dims_from_config, load_dims
-from rigctl.fit.weights import estimate, quant_family
 from rigctl.sim.rigspec import load_rig
+from rigctl.vllm.kvpool import pool_shape
+from rigctl.vllm.model import dims_from_config, load_dims
+from rigctl.vllm.weights import estimate, quant_family
 from tests.fit.configs import config
 
 GIB = 2**30
@@ -26,16 +26,46 @@ ROWS = [
     ("2x3090 AutoRound W4A8 TP=2 131k", "2x3090-nvlink", 2, 1, "inc", "fp8_e5m2", 131072, 0, False, {}, 541_764),
     ("2x3090 AWQ TP=2 131k", "2x3090-nvlink", 2, 1, "awq_marlin", "fp8_e5m2", 131072, 0, False, {}, 610_212),
     ("2x3090 FP8 weights TP=2 131k", "2x3090-nvlink", 2, 1, "fp8", "fp8_e5m2", 131072, 0, False, {}, 272_338),
-    ("1x3090 4-bit mbt 2048 180k", "1x3090", 1, 1, "awq_marlin", "fp8_e5m2", 180000, 0, False,
-     {"batched_tokens": 2048, "utilization": 0.97, "max_num_seqs": 2}, 200_826),
+    (
+        "1x3090 4-bit mbt 2048 180k",
+        "1x3090",
+        1,
+        1,
+        "awq_marlin",
+        "fp8_e5m2",
+        180000,
+        0,
+        False,
+        {"batched_tokens": 2048, "utilization": 0.97, "max_num_seqs": 2},
+        200_826,
+    ),
 ]
 
 
-def inputs(rig: str, quant: str, kv: str | None, length: int, spec: int, eager: bool, **extra: object) -> FitInputs:
+def inputs(
+    rig: str,
+    quant: str,
+    kv: str | None,
+    length: int,
+    spec: int,
+    eager: bool,
+    max_num_seqs: int = 8,
+    batched_tokens: int | None = None,
+    utilization: float = 0.92,
+) -> FitInputs:
     gpus = load_rig(rig).gpus
-    return FitInputs(Q27, estimate(Q27, quant_family(quant)), tuple(g.memory_total for g in gpus), max_model_len=length,
-                     kv_cache_dtype=kv, spec_tokens=spec, eager=eager, max_num_seqs=extra.pop("max_num_seqs", 8),
-                     **extra)  # type: ignore[arg-type]
+    return FitInputs(
+        Q27,
+        estimate(Q27, quant_family(quant)),
+        tuple(g.memory_total for g in gpus),
+        max_model_len=length,
+        kv_cache_dtype=kv,
+        spec_tokens=spec,
+        eager=eager,
+        max_num_seqs=max_num_seqs,
+        batched_tokens=batched_tokens,
+        utilization=utilization,
+    )
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
@@ -74,13 +104,18 @@ def test_layouts_that_cannot_fit_are_explained() -> None:
     one = tuple(g.memory_total for g in load_rig("1x3090").gpus)
     bf16 = FitInputs(Q27, estimate(Q27, "bf16"), one, max_model_len=32768)
     layout = evaluate(bf16, 1, 1)
-    assert not layout.fits and layout.why_not and layout.why_not.startswith("the weights take 50.1 GiB per GPU, more "
-                                                                            "than the 22.1 GiB vLLM may use")
+    assert (
+        not layout.fits
+        and layout.why_not
+        and layout.why_not.startswith("the weights take 50.1 GiB per GPU, more than the 22.1 GiB vLLM may use")
+    )
     assert recommend(bf16, [layout]) is None
     assert evaluate(bf16, 4, 1).why_not == "needs 4 GPUs; this rig has 1"
     four = tuple(g.memory_total for g in load_rig("2x3090-nvlink").gpus) * 2
-    six_heads = dims_from_config({"num_hidden_layers": 24, "num_attention_heads": 6, "num_key_value_heads": 2,
-                                  "hidden_size": 768, "vocab_size": 32000}, "six.json")
+    six_heads = dims_from_config(
+        {"num_hidden_layers": 24, "num_attention_heads": 6, "num_key_value_heads": 2, "hidden_size": 768, "vocab_size": 32000},
+        "six.json",
+    )
     odd = evaluate(FitInputs(six_heads, estimate(six_heads, "bf16"), four), 4, 1)
     assert odd.why_not == "vLLM splits attention heads across TP ranks: 6 heads are not divisible by 4"
     assert evaluate(FitInputs(Q27, estimate(Q27, "int4"), four), 8, 1).why_not == "needs 8 GPUs; this rig has 4"
@@ -90,5 +125,7 @@ def test_too_many_sequences_for_the_state_is_refused_with_the_numbers() -> None:
     fit = inputs("2x3090-nvlink", "awq_marlin", "fp8_e5m2", 131072, 0, False, max_num_seqs=512)
     layout = evaluate(fit, 2, 1)
     assert not layout.fits and layout.pool is not None
-    assert layout.why_not == (f"max_num_seqs (512) exceeds the {layout.pool.num_blocks} blocks the GDN state can "
-                              f"use: vLLM refuses to start (lower max_num_seqs to {layout.pool.num_blocks} or less)")
+    assert layout.why_not == (
+        f"max_num_seqs (512) exceeds the {layout.pool.num_blocks} blocks the GDN state can "
+        f"use: vLLM refuses to start (lower max_num_seqs to {layout.pool.num_blocks} or less)"
+    )

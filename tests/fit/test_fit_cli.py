@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.fit.weights import from_checkpoint
+from rigctl.vllm.weights import from_checkpoint
 from tests.faults.rig import Rig
 from tests.fit.configs import config
 
@@ -74,13 +74,25 @@ def test_tp_and_dp_given_give_that_layout_alone_and_solve_max_len_prints_the_tie
 
 
 def test_a_logged_budget_gives_the_engines_pool_exactly() -> None:
-    done = fit("--config", str(config("qwen3.6-27b")), "--tp", "2", "--max-model-len", "131072",
-               "--kv-cache-dtype", "fp8_e4m3", "--max-num-seqs", "8", "--available-kv-gib", "4.99", "--json",
-               sim="2x3090-nvlink")
+    done = fit(
+        "--config",
+        str(config("qwen3.6-27b")),
+        "--tp",
+        "2",
+        "--max-model-len",
+        "131072",
+        "--kv-cache-dtype",
+        "fp8_e4m3",
+        "--max-num-seqs",
+        "8",
+        "--available-kv-gib",
+        "4.99",
+        "--json",
+        sim="2x3090-nvlink",
+    )
     assert done.returncode == 0, done.stderr
     layout = json.loads(done.stdout)["layouts"][0]
-    assert (layout["pool_tokens"], layout["block_size"], layout["num_blocks"], layout["fits"]) == (302_921, 1568, 208,
-                                                                                                    True)
+    assert (layout["pool_tokens"], layout["block_size"], layout["num_blocks"], layout["fits"]) == (302_921, 1568, 208, True)
 
 
 def test_without_a_driver_the_kv_step_still_answers_when_the_budget_is_given() -> None:
@@ -92,12 +104,17 @@ def test_without_a_driver_the_kv_step_still_answers_when_the_budget_is_given() -
     assert refused.returncode == 1 and "--available-kv-gib" in refused.stderr and "Traceback" not in refused.stderr
 
 
-@pytest.mark.parametrize("args,message", [
-    (("--tp", "0"), "rigctl: --tp must be at least 1"),
-    (("--model", "Nobody/Nothing"), ("rigctl: no config.json for Nobody/Nothing: it is not a local dir and not in the "
-                                    "Hugging Face cache")),
-    (("--config", "/nonexistent/config.json"), "rigctl: /nonexistent/config.json: no such model config"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--tp", "0"), "rigctl: --tp must be at least 1"),
+        (
+            ("--model", "Nobody/Nothing"),
+            ("rigctl: no config.json for Nobody/Nothing: it is not a local dir and not in the Hugging Face cache"),
+        ),
+        (("--config", "/nonexistent/config.json"), "rigctl: /nonexistent/config.json: no such model config"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
     done = fit(*args)
     assert done.returncode == 2 and done.stderr.startswith(message) and done.stderr.count("\n") == 1
@@ -120,8 +137,10 @@ def test_weights_come_from_the_safetensors_headers_with_the_mtp_head_apart(tmp_p
         raw = json.dumps(header).encode()
         path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
 
-    tensors(tmp_path / "model-00001-of-00002.safetensors", {"model.layers.0.mlp.up_proj.weight": ("BF16", [1024, 512]),
-                                                             "lm_head.weight": ("BF16", [512, 512])})
+    tensors(
+        tmp_path / "model-00001-of-00002.safetensors",
+        {"model.layers.0.mlp.up_proj.weight": ("BF16", [1024, 512]), "lm_head.weight": ("BF16", [512, 512])},
+    )
     tensors(tmp_path / "model-00002-of-00002.safetensors", {"mtp.fc.weight": ("BF16", [256, 512])})
     weights = from_checkpoint(tmp_path)
     assert weights is not None and weights.source == "safetensors headers"
@@ -132,13 +151,41 @@ def test_boot_records_calibrate_the_budget_and_show_the_measurement(hub: Path, t
     """One boot of the profile on this rig logged 9.99 GiB and 350,518 tokens: the prediction is shown
     beside it with its error, and the per-rig correction rests on that one boot."""
     before = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--json").stdout)
-    argv = [sys.executable, "-m", "rigctl.sim.vllm_server", "serve", AWQ, "--tensor-parallel-size", "2",
-            "--quantization", "awq_marlin", "--max-model-len", "32768", "--max-num-seqs", "8",
-            "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}', "--kv-cache-dtype", "fp8"]
-    record = {"profile": "qwen36-27b-4090-tp2-mtp", "profile_hash": "x", "when": 1_790_000_000.0, "argv": argv,
-              "vllm_version": "0.33.0", "rig": "sim:2x4090-pcie", "kv_tokens": 350_518, "max_concurrency": 10.7,
-              "max_model_len": 32768, "available_kv_gib": 9.99, "model_load_gib": 8.1, "model_load_seconds": 40.0,
-              "graph_capture_seconds": 10.0, "boot_seconds": 120.0}
+    argv = [
+        sys.executable,
+        "-m",
+        "rigctl.sim.vllm_server",
+        "serve",
+        AWQ,
+        "--tensor-parallel-size",
+        "2",
+        "--quantization",
+        "awq_marlin",
+        "--max-model-len",
+        "32768",
+        "--max-num-seqs",
+        "8",
+        "--speculative-config",
+        '{"method":"mtp","num_speculative_tokens":3}',
+        "--kv-cache-dtype",
+        "fp8",
+    ]
+    record = {
+        "profile": "qwen36-27b-4090-tp2-mtp",
+        "profile_hash": "x",
+        "when": 1_790_000_000.0,
+        "argv": argv,
+        "vllm_version": "0.33.0",
+        "rig": "sim:2x4090-pcie",
+        "kv_tokens": 350_518,
+        "max_concurrency": 10.7,
+        "max_model_len": 32768,
+        "available_kv_gib": 9.99,
+        "model_load_gib": 8.1,
+        "model_load_seconds": 40.0,
+        "graph_capture_seconds": 10.0,
+        "boot_seconds": 120.0,
+    }
     state = tmp_path / "home" / "state" / "rigctl"
     state.mkdir(parents=True, exist_ok=True)
     (state / "history.jsonl").write_text(json.dumps(record) + "\n")
@@ -156,8 +203,12 @@ def test_boot_records_calibrate_the_budget_and_show_the_measurement(hub: Path, t
 
 
 def test_validate_refuses_what_vllm_would_refuse_and_lints_a_dp_layout_the_rule_splits(hub: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "rigctl", "profile", "validate", "qwen36-27b-4090-dp2", "--sim",
-                           "2x4090-pcie"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "rigctl", "profile", "validate", "qwen36-27b-4090-dp2", "--sim", "2x4090-pcie"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "warning: data_parallel_size: the fit rule would split this model: the weights take 16.1" in done.stdout
 
@@ -169,13 +220,13 @@ def test_a_switch_to_a_profile_vllm_would_refuse_is_refused_before_anything_stop
         cache_model(hub, AWQ)
         rig.env["HF_HUB_CACHE"] = str(hub)
         assert rig.rigctl("start", "good").returncode == 0
-        pid = rig.record()["pid"]  # type: ignore[index]
+        pid = rig.record()["pid"]
         path = rig.add_profile("crowded", "max_num_seqs = 1024\n")
         done = rig.rigctl("switch", "crowded")
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"{path}:4: max_num_seqs: max_num_seqs (1024) exceeds the " in done.stderr
         assert "blocks the GDN state can use: vLLM refuses to start" in done.stderr
-        assert rig.record()["pid"] == pid  # type: ignore[index]
+        assert rig.record()["pid"] == pid
         rig.check_invariants()
     finally:
         rig.cleanup()
@@ -189,3 +240,74 @@ def test_a_shipped_profiles_model_not_on_disk_is_fitted_from_rigctls_copy_of_its
     assert out["model"]["config"] == "rigctl's copy of its config.json (Qwen/Qwen3.6-27B-AWQ is not on this machine)"
     assert out["weights"]["source"].startswith("estimate") and out["recommended"]["tp"] == 2
     assert "config: rigctl's copy" in fit("qwen36-27b-awq-tp2", sim="2x3090-nvlink").stderr
+
+
+def test_without_a_profile_max_num_seqs_is_named_as_the_limit_and_the_split_rule_still_holds() -> None:
+    """vLLM's default max_num_seqs (256) is more than the GDN state's blocks of a replica on a 24 GB
+    card: the replicas are not 'too big for one GPU', max_num_seqs is their limit, and the rule
+    still splits a model at 67% of a card."""
+    done = fit("--model", AWQ, "--max-model-len", "32768", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    replicas = next(lay for lay in out["layouts"] if (lay["tp"], lay["dp"]) == (1, 2))
+    assert not replicas["fits"] and replicas["max_num_seqs"] == 256 and replicas["mamba_blocks"] < 256
+    why = out["recommended"]["why"]
+    assert (out["recommended"]["tp"], out["recommended"]["dp"]) == (2, 1)
+    assert "split" in why and "does not fit one GPU" not in why
+    assert f"at max_num_seqs {replicas['mamba_blocks']} or less: the GDN state's blocks; 256 was asked" in why
+
+
+def test_without_a_gpu_the_layout_asked_is_sized_and_nothing_is_called_unfit() -> None:
+    done = fit("--model", AWQ, "--max-model-len", "32768", "--max-num-seqs", "8", "--available-kv-gib", "5", sim=None)
+    assert done.returncode == 0, done.stderr
+    assert "TP1/DP1  yes" in done.stdout and "nothing fits" not in done.stdout
+    assert "recommended: none (no GPU here" in done.stdout
+
+
+def test_boots_of_a_model_not_on_disk_calibrate_from_rigctls_copy_of_its_config(tmp_path: Path) -> None:
+    """The one rule for which config.json: a boot of a shipped profile's model that was never
+    downloaded here is still predicted (from rigctl's copy) and so still corrects the budget."""
+    argv = [
+        "vllm",
+        "serve",
+        AWQ,
+        "--tensor-parallel-size",
+        "2",
+        "--quantization",
+        "awq_marlin",
+        "--max-model-len",
+        "32768",
+        "--max-num-seqs",
+        "8",
+        "--kv-cache-dtype",
+        "fp8",
+    ]
+    record = {
+        "profile": "p",
+        "profile_hash": "x",
+        "when": 1_790_000_000.0,
+        "argv": argv,
+        "vllm_version": "0.33.0",
+        "rig": "sim:2x4090-pcie",
+        "kv_tokens": 300_000,
+        "max_concurrency": 9.0,
+        "max_model_len": 32768,
+        "available_kv_gib": 9.5,
+        "model_load_gib": 8.1,
+        "model_load_seconds": 40.0,
+        "graph_capture_seconds": 10.0,
+        "boot_seconds": 120.0,
+    }
+    state = tmp_path / "home" / "state" / "rigctl"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "history.jsonl").write_text(json.dumps(record) + "\n")
+    out = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--json").stdout)
+    assert out["correction"]["boots"] == 1 and out["correction"]["gib"] != 0
+
+
+def test_weights_given_keep_the_mtp_head() -> None:
+    out = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--weights-gib", "16", "--json").stdout)
+    assert out["weights"]["gib"] == 16 and out["weights"]["mtp_gib"] == pytest.approx(0.79, abs=0.01)
+    assert out["weights"]["source"] == "--weights-gib (MTP estimated)"
+    split = next(lay for lay in out["layouts"] if (lay["tp"], lay["dp"]) == (2, 1))
+    assert split["budget_gib"]["mtp_head"] == pytest.approx(0.40, abs=0.01)  # shared embeddings: a layer and fc

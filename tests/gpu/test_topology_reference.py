@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.gpu.model import P2PCap
+from rigctl.gpu.model import P2PCap, RigInfo, Topology
 from rigctl.gpu.nvml import NvmlBackend
 from rigctl.gpu.topology import build_topology, render_matrix, render_p2p
 from rigctl.sim.rigspec import load_rig
@@ -20,7 +20,7 @@ from tests.support.topo_parse import parse_topo_affinity, parse_topo_matrix, sec
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-def nvml_topology(rig: str):
+def nvml_topology(rig: str) -> tuple[RigInfo, Topology]:
     with installed(FakeNvmlLib(load_rig(rig))):
         info = NvmlBackend().info()
     return info, build_topology(info)

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.options import OptionTable, load_option_table
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.sim.rigspec import load_rig
+from rigctl.vllm.options import OptionTable, load_option_table
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

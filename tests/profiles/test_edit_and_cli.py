@@ -15,9 +15,10 @@ from rigctl.errors import BadInputError
 from rigctl.profiles.edit import new_profile, set_value, unset_value
 from rigctl.profiles.schema import ProfileError
 from rigctl.profiles.store import ProfileStore
+from rigctl.profiles.vllm_version import OptionTables
 from tests.profiles.conftest import write
 
-COMMENTED = '''# My experiment: one change at a time against the AWQ control.
+COMMENTED = """# My experiment: one change at a time against the AWQ control.
 description = "AWQ with more sequences"   # what changes
 extends = "qwen36-27b-awq-tp2"
 
@@ -28,10 +29,10 @@ kv_cache_dtype = "fp8_e5m2"  # the 3090 has no e4m3
 
 [env]
 VLLM_LOGGING_LEVEL = "INFO"
-'''
+"""
 
 
-def test_set_keeps_comments_key_order_and_formatting(store: ProfileStore, tables, user_dir: Path) -> None:
+def test_set_keeps_comments_key_order_and_formatting(store: ProfileStore, tables: OptionTables, user_dir: Path) -> None:
     path = write(user_dir, "exp", COMMENTED)
     set_value(store, "exp", "vllm.max_num_seqs", "11", tables)
     set_value(store, "exp", "vllm.async_scheduling", "true", tables)
@@ -39,24 +40,29 @@ def test_set_keeps_comments_key_order_and_formatting(store: ProfileStore, tables
     text = path.read_text()
     assert text == COMMENTED.replace("max_num_seqs = 10", "max_num_seqs = 11").replace(
         'kv_cache_dtype = "fp8_e5m2"  # the 3090 has no e4m3',
-        'kv_cache_dtype = "fp8_e5m2"  # the 3090 has no e4m3\nasync_scheduling = true').replace(
-        'VLLM_LOGGING_LEVEL = "INFO"\n', 'VLLM_LOGGING_LEVEL = "INFO"\nNCCL_P2P_DISABLE = "1"\n')
+        'kv_cache_dtype = "fp8_e5m2"  # the 3090 has no e4m3\nasync_scheduling = true',
+    ).replace('VLLM_LOGGING_LEVEL = "INFO"\n', 'VLLM_LOGGING_LEVEL = "INFO"\nNCCL_P2P_DISABLE = "1"\n')
     assert store.load("exp").vllm["max_num_seqs"] == 11
 
 
-def test_set_updates_a_kebab_key_in_place(store, tables, user_dir: Path) -> None:
+def test_set_updates_a_kebab_key_in_place(store: ProfileStore, tables: OptionTables, user_dir: Path) -> None:
     path = write(user_dir, "kebab", 'extends = "qwen36-27b-awq-tp2"\n[vllm]\nmax-num-seqs = 4 # four\n')
     set_value(store, "kebab", "vllm.max_num_seqs", "6", tables)
     assert path.read_text() == 'extends = "qwen36-27b-awq-tp2"\n[vllm]\nmax-num-seqs = 6 # four\n'
 
 
-@pytest.mark.parametrize("key,value,message", [
-    ("vllm.max_num_seq", "8", "did you mean max_num_seqs?"),
-    ("vllm.gpu_memory_utilization", "1.5", "must be in (0, 1]"),
-    ("vllm.swap_space", "4", "removed from vllm serve in 0.18.0"),
-    ("extends", '"nothing-like-this"', "missing parent"),
-])
-def test_refused_edit_leaves_the_file_byte_identical(store, tables, user_dir: Path, key, value, message) -> None:
+@pytest.mark.parametrize(
+    "key,value,message",
+    [
+        ("vllm.max_num_seq", "8", "did you mean max_num_seqs?"),
+        ("vllm.gpu_memory_utilization", "1.5", "must be in (0, 1]"),
+        ("vllm.swap_space", "4", "removed from vllm serve in 0.18.0"),
+        ("extends", '"nothing-like-this"', "missing parent"),
+    ],
+)
+def test_refused_edit_leaves_the_file_byte_identical(
+    store: ProfileStore, tables: OptionTables, user_dir: Path, key: str, value: str, message: str
+) -> None:
     path = write(user_dir, "exp", COMMENTED)
     before = path.read_bytes(), path.stat().st_mtime_ns
     with pytest.raises(ProfileError) as err:
@@ -66,7 +72,7 @@ def test_refused_edit_leaves_the_file_byte_identical(store, tables, user_dir: Pa
     assert sorted(p.name for p in user_dir.iterdir()) == ["exp.toml"]  # no temp file left behind
 
 
-def test_shipped_profiles_are_not_edited_in_place(store, tables) -> None:
+def test_shipped_profiles_are_not_edited_in_place(store: ProfileStore, tables: OptionTables) -> None:
     shipped = store.path_for("qwen36-27b-awq-tp2")
     before = shipped.read_bytes()
     with pytest.raises(BadInputError, match="rigctl profile new my-qwen36-27b-awq-tp2 --from qwen36-27b-awq-tp2"):
@@ -74,7 +80,7 @@ def test_shipped_profiles_are_not_edited_in_place(store, tables) -> None:
     assert shipped.read_bytes() == before
 
 
-def test_new_from_base_then_unset(store, tables, user_dir: Path) -> None:
+def test_new_from_base_then_unset(store: ProfileStore, tables: OptionTables, user_dir: Path) -> None:
     path, warnings = new_profile(store, "mine", "qwen36-27b-fp8-tp2", tables)
     assert warnings == [] and path == user_dir / "mine.toml"
     profile = store.load("mine")
@@ -101,8 +107,7 @@ def test_cli_validate_shipped_profiles_pass(capsys: pytest.CaptureFixture[str]) 
     assert len(out) == 9 and all(line.endswith(": ok") for line in out)
 
 
-def test_cli_set_refuses_unknown_keys_without_touching_the_file(user_dir: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_set_refuses_unknown_keys_without_touching_the_file(user_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(user_dir, "exp", COMMENTED)
     assert main(["profile", "set", "exp", "vllm.max_num_seq", "8"]) == 2
     assert "did you mean max_num_seqs" in capsys.readouterr().err
@@ -124,19 +129,31 @@ def test_cli_list_show_diff_argv(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["profile", "argv", "qwen36-27b-4090-tp2-mtp"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True vllm serve Qwen/Qwen3.6-27B-AWQ ")
-    assert "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'" in line
+    assert '--speculative-config \'{"method":"mtp","num_speculative_tokens":3}\'' in line
 
 
 def test_argv_line_round_trips_through_a_shell() -> None:
     """The display line is real shell: run it through sh and compare what the program receives."""
-    line = subprocess.run([sys.executable, "-m", "rigctl", "profile", "argv", "qwen36-27b-4090-tp2-mtp", "--json"],
-                          capture_output=True, text=True, check=True).stdout
+    line = subprocess.run(
+        [sys.executable, "-m", "rigctl", "profile", "argv", "qwen36-27b-4090-tp2-mtp", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     argv = json.loads(line)["argv"]
-    shown = subprocess.run([sys.executable, "-m", "rigctl", "profile", "argv", "qwen36-27b-4090-tp2-mtp"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    echoed = subprocess.run(["sh", "-c", shown.replace(" vllm serve ", f" {sys.executable} -c 'import sys,json; "
-                                                       "print(json.dumps(sys.argv[1:]))' serve ", 1)],
-                            capture_output=True, text=True, check=True).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "rigctl", "profile", "argv", "qwen36-27b-4090-tp2-mtp"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    echoed = subprocess.run(
+        [
+            "sh",
+            "-c",
+            shown.replace(" vllm serve ", f" {sys.executable} -c 'import sys,json; print(json.dumps(sys.argv[1:]))' serve ", 1),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert json.loads(echoed) == argv[1:]
 
 
@@ -146,7 +163,7 @@ FAKE_VLLM = {
     "vllm/utils/argparse_utils.py": "import argparse\nFlexibleArgumentParser = argparse.ArgumentParser\n",
     "vllm/entrypoints/__init__.py": "",
     "vllm/entrypoints/cli/__init__.py": "",
-    "vllm/entrypoints/cli/serve.py": '''
+    "vllm/entrypoints/cli/serve.py": """
 class ServeSubcommand:
     def subparser_init(self, sub):
         p = sub.add_parser("serve")
@@ -155,12 +172,11 @@ class ServeSubcommand:
         p.add_argument("--brand-new-knob", type=int, help="new in this release")
         p.add_argument("--speculative-config", help="Should either be a valid JSON string or JSON keys")
         return p
-''',
+""",
 }
 
 
-def test_refresh_options_from_an_installed_vllm(tmp_path: Path, user_dir: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_refresh_options_from_an_installed_vllm(tmp_path: Path, user_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for rel, text in FAKE_VLLM.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)

@@ -19,14 +19,13 @@ from tests.faults.rig import Rig
 VLLM = os.environ.get("RIGCTL_REAL_VLLM", "")
 MODEL = os.environ.get("RIGCTL_REAL_MODEL", "")
 KV_BYTES_PER_TOKEN = 1024  # the tiny model: 2 layers x (K, V) x 2 heads x 64 x 2 bytes
-ENV = ('[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\nHF_HUB_OFFLINE = "1"\nVLLM_HOST_IP = "127.0.0.1"\n'
-       'VLLM_NO_USAGE_STATS = "1"\n')
+ENV = '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\nHF_HUB_OFFLINE = "1"\nVLLM_HOST_IP = "127.0.0.1"\nVLLM_NO_USAGE_STATS = "1"\n'
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = None
     if not VLLM or not MODEL:
-        reason = "the real vLLM is not set up: eval \"$(scripts/setup_real_vllm.sh)\" sets RIGCTL_REAL_VLLM/MODEL"
+        reason = 'the real vLLM is not set up: eval "$(scripts/setup_real_vllm.sh)" sets RIGCTL_REAL_VLLM/MODEL'
     elif not Path(VLLM).is_file() or not (Path(MODEL) / "config.json").is_file():
         reason = f"RIGCTL_REAL_VLLM={VLLM} or RIGCTL_REAL_MODEL={MODEL} does not exist"
     for item in items:
@@ -54,8 +53,14 @@ class RealRig(Rig):
     def add_tiny(self, name: str, env: str = ENV, **vllm: object) -> Path:
         """A profile serving the tiny model: 2,048 tokens, eager, 1 GiB of KV (1,048,576 tokens);
         `vllm` overrides or adds [vllm] keys."""
-        values = {"host": "127.0.0.1", "port": self.port, "max_model_len": 2048, "enforce_eager": True, "served_model_name": "tiny",
-                  **vllm}
+        values = {
+            "host": "127.0.0.1",
+            "port": self.port,
+            "max_model_len": 2048,
+            "enforce_eager": True,
+            "served_model_name": "tiny",
+            **vllm,
+        }
         lines = "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
         path = self.profiles / f"{name}.toml"
         path.write_text(f'description = "the tiny test model"\nmodel = "{MODEL}"\n[vllm]\n{lines}{env}')

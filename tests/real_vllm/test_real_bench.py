@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.real_vllm.conftest import RealRig
 
-PLAN = '''description = "max_num_seqs 1 -> 4 at 4 concurrent, the tiny model"
+PLAN = """description = "max_num_seqs 1 -> 4 at 4 concurrent, the tiny model"
 control = "tiny-seqs1"
 candidate = "tiny-seqs4"
 [workload]
@@ -23,7 +23,7 @@ warmup_requests = 8
 [gate]
 metric = "output_tok_per_s"
 min_change = 0.30
-'''
+"""
 # Two cores serve the engine and the client both: two identical real arms were seen 23% apart
 # (the method said inconclusive, rightly). Batching 4 streams instead of 1 gains ~90%; the test
 # asks whether the method's verdict is consistent with its figures, not whether the VM is quiet.
@@ -31,8 +31,11 @@ min_change = 0.30
 
 def counters(path: Path) -> dict[str, float]:
     """Counter totals of a kept scrape, read by prometheus_client (the reference parser)."""
-    return {family.name: sum(s.value for s in family.samples if s.name.endswith("_total"))
-            for family in text_string_to_metric_families(path.read_text()) if family.type == "counter"}
+    return {
+        family.name: sum(s.value for s in family.samples if s.name.endswith("_total"))
+        for family in text_string_to_metric_families(path.read_text())
+        if family.type == "counter"
+    }
 
 
 def test_a_real_aba_run_promotes_batching_with_a_proven_cold_cache(real: RealRig) -> None:
@@ -67,11 +70,9 @@ def test_a_real_aba_run_promotes_batching_with_a_proven_cold_cache(real: RealRig
     requests = [json.loads(line) for line in (raw / "arm-2-candidate.requests.jsonl").read_text().splitlines()]
     # the token counts are the engine's own (usage), and add up to its counters over the window
     # a loaded engine may send several tokens in one chunk: one gap between each two chunks
-    assert all(r["usage_reported"] and r["output_tokens"] == 48 and len(r["itl"]) == r["chunks"] - 1
-               for r in requests)
+    assert all(r["usage_reported"] and r["output_tokens"] == 48 and len(r["itl"]) == r["chunks"] - 1 for r in requests)
     before, after = (counters(raw / f"arm-2-candidate.metrics-{when}.prom") for when in ("before", "after"))
     assert sum(r["prompt_len"] for r in requests) == after["vllm:prompt_tokens"] - before["vllm:prompt_tokens"]
-    assert sum(r["output_tokens"] for r in requests) == \
-        after["vllm:generation_tokens"] - before["vllm:generation_tokens"]
+    assert sum(r["output_tokens"] for r in requests) == after["vllm:generation_tokens"] - before["vllm:generation_tokens"]
     assert real.status()["active_profile"] == "tiny-seqs1"  # the control serves again
     real.rigctl("stop")

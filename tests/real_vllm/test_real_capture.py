@@ -15,14 +15,24 @@ from tests.real_vllm.conftest import RealRig
 from tests.support.capture_run import SECRET, App, Capture
 from tests.support.tap import Tap
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "the weather in a city",
-                                            "parameters": {"type": "object",
-                                                           "properties": {"city": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "the weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 
 
 def counters(path: Path) -> dict[str, float]:
-    return {family.name: sum(s.value for s in family.samples if s.name.endswith("_total"))
-            for family in text_string_to_metric_families(path.read_text()) if family.type == "counter"}
+    return {
+        family.name: sum(s.value for s in family.samples if s.name.endswith("_total"))
+        for family in text_string_to_metric_families(path.read_text())
+        if family.type == "counter"
+    }
 
 
 def test_capture_then_replay_on_the_real_engine(real: RealRig, tmp_path: Path) -> None:
@@ -33,12 +43,30 @@ def test_capture_then_replay_on_the_real_engine(real: RealRig, tmp_path: Path) -
     capture = Capture(tap.url, tmp_path / "day.jsonl", env=real.env)
     app = App(capture, tap)
     bodies = [
-        {"model": "tiny", "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
-         "tools": TOOLS, "tool_choice": "auto", "max_tokens": 16, "temperature": 0},
-        {"model": "tiny", "messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 24,
-         "stream": True, "stream_options": {"include_usage": True}, "temperature": 0},
-        {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 12, "stream": True,
-         "stream_options": {"include_usage": True}, "temperature": 0},
+        {
+            "model": "tiny",
+            "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+            "tools": TOOLS,
+            "tool_choice": "auto",
+            "max_tokens": 16,
+            "temperature": 0,
+        },
+        {
+            "model": "tiny",
+            "messages": [{"role": "user", "content": "Tell me a story."}],
+            "max_tokens": 24,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": 0,
+        },
+        {
+            "model": "tiny",
+            "prompt": "Once upon a time",
+            "max_tokens": 12,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": 0,
+        },
         {"model": "tiny", "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0},
     ]
     for n in range(24):  # the apps' day: the four kinds of request, again and again
@@ -90,7 +118,6 @@ min_change = 0.30
         assert [by_index[i]["prompt_len"] for i in range(24)] == [e["prompt_tokens"] for e in entries]
         before, after = (counters(raw / f"{stem}.metrics-{when}.prom") for when in ("before", "after"))
         assert sum(r["prompt_len"] for r in requests) == after["vllm:prompt_tokens"] - before["vllm:prompt_tokens"]
-        assert sum(r["output_tokens"] for r in requests) == \
-            after["vllm:generation_tokens"] - before["vllm:generation_tokens"]
+        assert sum(r["output_tokens"] for r in requests) == after["vllm:generation_tokens"] - before["vllm:generation_tokens"]
     assert real.status()["active_profile"] == "tiny-tools"
     real.rigctl("stop")

@@ -22,7 +22,7 @@ POOL = 1024**3 // KV_BYTES_PER_TOKEN  # VLLM_CPU_KVCACHE_SPACE=1: 1 GiB of KV
 
 def scrape(rig: RealRig) -> dict[str, str]:
     text = httpx.get(f"http://127.0.0.1:{rig.port}/metrics", timeout=10).text
-    (labels, _), = parse(text).get("vllm:cache_config_info")
+    ((labels, _),) = parse(text).get("vllm:cache_config_info")
     return dict(labels)
 
 
@@ -48,8 +48,9 @@ def test_a_switch_to_a_good_profile_reads_the_pool_the_engine_reports(real: Real
 def test_status_and_metrics_say_what_a_direct_scrape_says(real: RealRig) -> None:
     status = real.status()
     assert status["active_profile"] == "tiny" and status["server"]["max_model_len"] == 2048
-    httpx.post(f"http://127.0.0.1:{real.port}/v1/completions", timeout=60,
-               json={"model": "tiny", "prompt": "def f(x):", "max_tokens": 8})
+    httpx.post(
+        f"http://127.0.0.1:{real.port}/v1/completions", timeout=60, json={"model": "tiny", "prompt": "def f(x):", "max_tokens": 8}
+    )
     done = real.rigctl("metrics", "--json", "--interval", "1")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)["snapshot"]
@@ -91,12 +92,15 @@ async def _dashboard(real: RealRig) -> None:
 
 def test_a_kv_cache_too_small_for_one_request_rolls_back_with_vllms_estimate(real: RealRig) -> None:
     # the flag alone: VLLM_CPU_KVCACHE_SPACE would win over it on the CPU build
-    real.add_tiny("kv-small", env=ENV.replace('VLLM_CPU_KVCACHE_SPACE = "1"\n', ""), max_model_len=32768,
-                  kv_cache_memory_bytes=16 * 1024 * 1024)
+    real.add_tiny(
+        "kv-small",
+        env=ENV.replace('VLLM_CPU_KVCACHE_SPACE = "1"\n', ""),
+        max_model_len=32768,
+        kv_cache_memory_bytes=16 * 1024 * 1024,
+    )
     done = real.rigctl("switch", "kv-small", timeout=600)
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "kv-small failed: max_model_len 32,768 needs more KV cache than fits; vLLM estimates 16,256 fits" \
-        in done.stderr
+    assert "kv-small failed: max_model_len 32,768 needs more KV cache than fits; vLLM estimates 16,256 fits" in done.stderr
     assert "rolled back: tiny serves again" in done.stderr
     # the KV size was set: raising gpu_memory_utilization would change nothing, and is not suggested
     assert "fix: set max_model_len to 16,256 or less, or raise the KV size you set" in done.stdout
@@ -111,8 +115,9 @@ def test_a_max_model_len_over_the_models_maximum_is_named_as_that(real: RealRig)
     real.add_tiny("too-long", max_model_len=40000)
     done = real.rigctl("switch", "too-long", timeout=600)
     assert done.returncode == 3, done.stdout + done.stderr
-    assert ("too-long failed: max_model_len 40,000 is more than the model allows (max_position_embeddings "
-            "32,768 in its config.json)") in done.stderr
+    assert (
+        "too-long failed: max_model_len 40,000 is more than the model allows (max_position_embeddings 32,768 in its config.json)"
+    ) in done.stderr
     assert "pydantic" not in done.stderr and "rolled back: tiny serves again" in done.stderr
     real.check_invariants()
 
@@ -122,8 +127,9 @@ def test_a_flag_the_served_version_does_not_know_is_refused_before_anything_stop
     real.add_tiny("newer", disable_prefix_caching=True)  # 0.33's spelling; 0.32 has --no-enable-prefix-caching
     done = real.rigctl("switch", "newer")
     assert done.returncode == 2
-    assert ("disable_prefix_caching: not a vllm serve option of vLLM 0.32.0 (vLLM 0.33.0 has it); did you mean "
-            "enable_prefix_caching?") in done.stderr
+    assert (
+        "disable_prefix_caching: not a vllm serve option of vLLM 0.32.0 (vLLM 0.33.0 has it); did you mean enable_prefix_caching?"
+    ) in done.stderr
     assert real.record()["pid"] == pid
     real.add_tiny("older", enable_prefix_caching=False)
     argv = real.rigctl("profile", "argv", "older")

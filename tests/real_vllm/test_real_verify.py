@@ -9,8 +9,6 @@ import json
 
 from tests.real_vllm.conftest import RealRig
 
-TOOLS = {"enable_auto_tool_choice": True, "tool_call_parser": "hermes"}
-
 
 def _verify_config(real: RealRig, extra: str = "") -> None:
     config = (real.config_dir / "config.toml").read_text().split("[verify]")[0]
@@ -18,7 +16,7 @@ def _verify_config(real: RealRig, extra: str = "") -> None:
 
 
 def test_the_tiny_model_with_tool_calling_is_verified_by_the_engine(real: RealRig) -> None:
-    real.add_tiny("tools", **TOOLS)
+    real.add_tiny("tools", enable_auto_tool_choice=True, tool_call_parser="hermes")
     _verify_config(real)
     done = real.rigctl("switch", "tools", timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -31,20 +29,22 @@ def test_the_tiny_model_with_tool_calling_is_verified_by_the_engine(real: RealRi
 
 def test_a_profile_without_tool_calling_is_refused_before_the_stop(real: RealRig) -> None:
     real.add_tiny("plain")
-    pid = real.record()["pid"]  # type: ignore[index]
+    pid = real.record()["pid"]
     refused = real.rigctl("switch", "plain", timeout=120)
     assert refused.returncode == 3, refused.stdout + refused.stderr
     assert "plain has no tool calling (--enable-auto-tool-choice and --tool-call-parser missing)" in refused.stderr
     assert refused.stderr.strip().endswith("tools keeps serving")
-    assert real.record()["pid"] == pid  # type: ignore[index]
+    assert real.record()["pid"] == pid
 
 
 def test_forced_it_is_rolled_back_by_the_engines_own_refusal(real: RealRig) -> None:
     forced = real.rigctl("switch", "plain", "--force", timeout=800)
     assert forced.returncode == 3, forced.stdout + forced.stderr
     last = forced.stderr.strip().splitlines()[-1]
-    assert last.startswith('plain failed: the new profile refuses tool calls: vLLM said: "auto" tool choice requires '
-                           "--enable-auto-tool-choice and --tool-call-parser to be set"), last
+    assert last.startswith(
+        'plain failed: the new profile refuses tool calls: vLLM said: "auto" tool choice requires '
+        "--enable-auto-tool-choice and --tool-call-parser to be set"
+    ), last
     assert last.endswith("rolled back: tools serves again")
     assert real.status()["active_profile"] == "tools"
     real.check_invariants()
@@ -55,13 +55,16 @@ def test_the_owners_requests_are_answered_and_refused_as_the_owner_expects(real:
     requests.write_text(
         '{"endpoint": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "def f():"}], '
         '"max_tokens": 4}, "status": 200}\n'
-        '# a prompt past max_model_len: the engine refuses it, as it must\n'
-        '{"endpoint": "/v1/completions", "body": {"prompt": "x", "max_tokens": 4096}, "status": 400}\n')
+        "# a prompt past max_model_len: the engine refuses it, as it must\n"
+        '{"endpoint": "/v1/completions", "body": {"prompt": "x", "max_tokens": 4096}, "status": 400}\n'
+    )
     _verify_config(real, 'requests = "verify.jsonl"\n')
-    real.add_tiny("tools-again", **TOOLS, max_num_seqs=4)
+    real.add_tiny("tools-again", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=4)
     done = real.rigctl("switch", "tools-again", timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads(real.rigctl("history", "--json").stdout)[-1]
     answered = [c["detail"] for c in record["verification"]["checks"] if c["name"] == "request"]
-    assert answered == [f"{requests}:1: POST /v1/chat/completions answered 200",
-                        f"{requests}:3: POST /v1/completions answered 400"], answered
+    assert answered == [
+        f"{requests}:1: POST /v1/chat/completions answered 200",
+        f"{requests}:3: POST /v1/completions answered 400",
+    ], answered

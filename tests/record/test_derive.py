@@ -16,41 +16,77 @@ from rigctl.record.store import RecorderBusy, RecordReader, RecordWriter, downsa
 BUCKETS = (0.1, 0.5, 1.0, math.inf)
 
 
-def snap(t: float, queries: float, hits: float, *, start: float = 1000.0, ttft: tuple[float, ...] = (),
-         usage: float = 0.0, pool: int = 100_000, finished: float = 0.0) -> EngineSnapshot:
+def snap(
+    t: float,
+    queries: float,
+    hits: float,
+    *,
+    start: float = 1000.0,
+    ttft: tuple[float, ...] = (),
+    usage: float = 0.0,
+    pool: int = 100_000,
+    finished: float = 0.0,
+) -> EngineSnapshot:
     cumulative = tuple((le, float(sum(1 for x in ttft if x <= le))) for le in BUCKETS)
-    return EngineSnapshot(t, counters={"prefix_queries": queries, "prefix_hits": hits, "generation_tokens": queries},
-                          histograms={"ttft": Histogram(cumulative, sum(ttft), float(len(ttft)))} if ttft else {},
-                          finished_by_reason={"stop": finished} if finished else {}, kv_usage=usage,
-                          kv_pool_tokens=pool, process_start=start)
+    return EngineSnapshot(
+        t,
+        counters={"prefix_queries": queries, "prefix_hits": hits, "generation_tokens": queries},
+        histograms={"ttft": Histogram(cumulative, sum(ttft), float(len(ttft)))} if ttft else {},
+        finished_by_reason={"stop": finished} if finished else {},
+        kv_usage=usage,
+        kv_pool_tokens=pool,
+        process_start=start,
+    )
 
 
-def row(t: float, profile: str, boot: str, queries: float, hits: float, *, usage: float | None = None,
-        pool: int = 100_000, requests: float = 0.0, seconds: float = 10.0, energy: float | None = None) -> Row:
-    return Row(t, seconds, profile, boot, pool, usage, (usage or 0) * seconds, None, None,
-               {"prefix_queries": queries, "prefix_hits": hits, "generation_tokens": queries},
-               {"stop": requests} if requests else {}, {}, energy)
+def row(
+    t: float,
+    profile: str,
+    boot: str,
+    queries: float,
+    hits: float,
+    *,
+    usage: float | None = None,
+    pool: int = 100_000,
+    requests: float = 0.0,
+    seconds: float = 10.0,
+    energy: float | None = None,
+) -> Row:
+    return Row(
+        t,
+        seconds,
+        profile,
+        boot,
+        pool,
+        usage,
+        (usage or 0) * seconds,
+        None,
+        None,
+        {"prefix_queries": queries, "prefix_hits": hits, "generation_tokens": queries},
+        {"stop": requests} if requests else {},
+        {},
+        energy,
+    )
 
 
 def test_an_interval_counts_the_increase_and_a_restart_counts_from_zero() -> None:
     a = snap(10, 1000, 600, ttft=(0.05, 0.3), finished=2)
     b = snap(20, 1500, 900, ttft=(0.05, 0.3, 0.7), finished=3)
-    r = interval(a, b, "p", "boot1", seconds=10, kv_usage_max=0.4, kv_usage_seconds=3.0, running_max=2,
-                 waiting_max=0, energy_j=900)
+    r = interval(a, b, "p", "boot1", seconds=10, kv_usage_max=0.4, kv_usage_seconds=3.0, running_max=2, waiting_max=0, energy_j=900)
     assert r.counts["prefix_queries"] == 500 and r.counts["prefix_hits"] == 300 and r.finished == {"stop": 1}
     assert r.timings["ttft"].count == 1 and r.timings["ttft"].buckets == ((0.5, 1.0, 1.0),)  # only what gained
     # vLLM restarted between the scrapes: its counters start again from zero
     c = snap(30, 200, 50, start=1025.0, ttft=(0.2,), finished=1)
-    r2 = interval(b, c, "p", "boot2", seconds=10, kv_usage_max=None, kv_usage_seconds=0, running_max=None,
-                  waiting_max=None, energy_j=None)
+    r2 = interval(
+        b, c, "p", "boot2", seconds=10, kv_usage_max=None, kv_usage_seconds=0, running_max=None, waiting_max=None, energy_j=None
+    )
     assert r2.counts["prefix_queries"] == 200 and r2.counts["prefix_hits"] == 50 and r2.finished == {"stop": 1}
     assert r2.timings["ttft"].count == 1
     assert increase(5.0, 3.0) == 3.0 and increase(None, 4.0) == 4.0 and increase(2.0, None) == 0.0
 
 
 def test_peak_resident_context_is_the_highest_usage_times_the_pool() -> None:
-    rows = [row(10, "a", "b1", 100, 90, usage=0.2), row(20, "a", "b1", 100, 90, usage=0.76),
-            row(30, "a", "b1", 100, 90, usage=0.5)]
+    rows = [row(10, "a", "b1", 100, 90, usage=0.2), row(20, "a", "b1", 100, 90, usage=0.76), row(30, "a", "b1", 100, 90, usage=0.5)]
     f = figures(rows, "a")
     assert f.pool_tokens == 100_000 and f.peak_resident_tokens == 76_000 and f.peak_resident_share == 0.76
 
@@ -93,8 +129,11 @@ def test_quantiles_are_prometheus_histogram_quantile() -> None:
 
 
 def test_energy_becomes_mean_power_and_joules_per_token_over_metered_rows_only() -> None:
-    rows = [row(10, "a", "b1", 100, 0, energy=3000), row(20, "a", "b1", 100, 0, energy=2000),
-            row(30, "a", "b1", 100, 0, energy=None)]
+    rows = [
+        row(10, "a", "b1", 100, 0, energy=3000),
+        row(20, "a", "b1", 100, 0, energy=2000),
+        row(30, "a", "b1", 100, 0, energy=None),
+    ]
     f = figures(rows, "a")
     assert f.mean_power_w == pytest.approx(250.0) and f.j_per_token == pytest.approx(25.0)
 
@@ -110,8 +149,9 @@ def test_downsampling_and_retention_keep_counts_and_drop_old_rows(tmp_path) -> N
     path = tmp_path / "record.sqlite"
     writer = RecordWriter(path)
     now = 1_800_000_000.0
-    old = [row(now - 2 * 86400 + 10 * i, "a", "b1", 100, 60, usage=0.1 * (i % 5), requests=1, energy=10)
-           for i in range(60)]  # 10 minutes, two days ago
+    old = [
+        row(now - 2 * 86400 + 10 * i, "a", "b1", 100, 60, usage=0.1 * (i % 5), requests=1, energy=10) for i in range(60)
+    ]  # 10 minutes, two days ago
     ancient = [row(now - 40 * 86400, "a", "b0", 100, 60)]
     fresh = [row(now - 60, "a", "b2", 100, 60)]
     for r in ancient + old + fresh:

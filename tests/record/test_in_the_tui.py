@@ -15,7 +15,7 @@ from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
 from rigctl.record.store import RecorderBusy, RecordReader, RecordWriter
 from tests.record.test_derive import row
-from tests.tui.helpers import settle
+from tests.tui.helpers import Seen, settle
 from tests.tui.test_profiles_screen import app_on
 
 
@@ -49,7 +49,8 @@ def test_the_history_screen_has_a_served_tab_with_the_report(isolated_dirs: Path
 
 
 def test_the_background_recorder_notifies_once_per_boot_and_stands_aside_for_another(
-        isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import time
 
     import rigctl.record.background as background
@@ -100,20 +101,21 @@ def test_a_damaged_record_is_said_once_and_the_tui_goes_on(isolated_dirs: Path) 
     (state / "record.sqlite").write_text("not a database\n")
     app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=None, record=True)
 
+    seen = Seen()
+
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await pilot.pause()
             assert app.recorder is not None and app.recorder.problem is not None
             assert "move it away and a new record starts" in app.recorder.problem
-            assert any("the serving record is not kept" in str(n.message) for n in app._notifications)
+            assert seen.notified("the serving record is not kept")
             await pilot.press("d")
             assert app.screen.id == "dashboard"
 
     asyncio.run(scenario())
 
 
-def test_in_the_tui_the_dashboards_own_engine_poll_feeds_the_record(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_the_tui_the_dashboards_own_engine_poll_feeds_the_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No scrape of its own: the Monitor's polls of the simulator under load become rows."""
     import sqlite3
     import time

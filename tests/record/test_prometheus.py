@@ -18,19 +18,24 @@ from tests.record.test_recorder_sim import RecordRig, wait_rows
 from tests.support.serving import free_port
 
 PROMETHEUS = shutil.which("prometheus")
-needs_prometheus = pytest.mark.skipif(PROMETHEUS is None, reason="no prometheus binary (apt-get install prometheus; "
-                                                                  ".ci/run installs it where it can)")
+needs_prometheus = pytest.mark.skipif(
+    PROMETHEUS is None, reason="no prometheus binary (apt-get install prometheus; .ci/run installs it where it can)"
+)
 
 
 def start_prometheus(home: Path, target_port: int) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     config = home / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n"
-                      f"      - targets: ['127.0.0.1:{target_port}']\n")
+    config.write_text(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{target_port}']\n"
+    )
     assert PROMETHEUS is not None
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={home / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={home / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -74,9 +79,13 @@ def test_the_report_from_prometheus_agrees_with_the_record(tmp_path: Path) -> No
         recorder.send_signal(signal.SIGTERM)
         assert rig.finish(recorder)[0] == 0
         ended = time.time()
-        rig.write_config(f"[server]\nstop_grace = 3\n[record]\ninterval = 1\n[prometheus]\nurl = \"{url}\"\n")
-        window = ("--since", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(began - 5)),
-                  "--until", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ended + 1)))
+        rig.write_config(f'[server]\nstop_grace = 3\n[record]\ninterval = 1\n[prometheus]\nurl = "{url}"\n')
+        window = (
+            "--since",
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(began - 5)),
+            "--until",
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ended + 1)),
+        )
         theirs = rig.rigctl("report", "--json", *window)  # auto: Prometheus, as it is configured
         ours = rig.rigctl("report", "--json", "--source", "record", *window)
         assert theirs.returncode == 0 and ours.returncode == 0, theirs.stderr + ours.stderr
@@ -101,7 +110,7 @@ def test_the_report_from_prometheus_agrees_with_the_record(tmp_path: Path) -> No
 def test_an_unreachable_prometheus_is_one_line(tmp_path: Path) -> None:
     rig = RecordRig(tmp_path / "home")
     try:
-        rig.write_config(f"[prometheus]\nurl = \"http://127.0.0.1:{free_port()}\"\n")
+        rig.write_config(f'[prometheus]\nurl = "http://127.0.0.1:{free_port()}"\n')
         done = rig.rigctl("report")
         assert done.returncode == 1 and done.stderr.startswith("rigctl: Prometheus at http://127.0.0.1:")
         assert done.stderr.count("\n") == 1

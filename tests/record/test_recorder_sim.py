@@ -55,8 +55,7 @@ def wait_rows(rig: RecordRig, profile: str, count: int, timeout: float = 60) -> 
     while time.monotonic() < deadline:
         if rig.db.is_file():
             with sqlite3.connect(rig.db) as db:
-                (n,) = db.execute("SELECT count(*) FROM samples WHERE profile = ? AND prefix_queries > 0",
-                                  (profile,)).fetchone()
+                (n,) = db.execute("SELECT count(*) FROM samples WHERE profile = ? AND prefix_queries > 0", (profile,)).fetchone()
             if n >= count:
                 return
         time.sleep(0.5)
@@ -84,11 +83,13 @@ def test_two_profiles_recorded_compared_and_a_hit_rate_collapse_flagged(rig: Rec
     good, nocache = json.loads(done.stdout)["profiles"]
     history = json.loads(rig.rigctl("history", "--json").stdout)
     assert good["profile"] == "good" and good["pool_tokens"] == history[0]["kv_tokens"]
-    assert good["requests"] > 0 and good["prefix_hit_rate"] > 0.5 and good["cold_cache"] is False
+    # the demo's shared prefix hits in whole blocks: 1,568 tokens each for the 27B at TP2 (the attention
+    # page grown to hold a GDN state), so about half its prompt tokens, never all
+    assert good["requests"] > 0 and good["prefix_hit_rate"] > 0.3 and good["cold_cache"] is False
     assert 0 < good["peak_resident_tokens"] <= good["pool_tokens"] and good["hours_served"] > 0
     assert good["ttft_mean_s"] > 0 and good["tpot_mean_s"] > 0 and good["e2e_p95_s"] >= good["e2e_mean_s"] * 0.5
     assert nocache["prefix_hit_rate"] == 0 and nocache["regression"]["previous"] == "good"
-    assert nocache["regression"]["points"] > 0.5
+    assert nocache["regression"]["points"] == pytest.approx(good["prefix_hit_rate"], abs=0.05)  # all of it lost
     text = rig.rigctl("report", "good", "nocache").stdout
     assert "prefix hit rate" in text and "◀ FELL" in text and "warning: prefix hit rate fell from " in text
     status = rig.rigctl("status").stdout

@@ -17,12 +17,16 @@ RIG = "2x3090-nvlink"
 
 
 @pytest.fixture
-def ctx(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> Iterator[ServeContext]:
+def events() -> list[Event]:
+    """What the switches of the test's `ctx` said, in order."""
+    return []
+
+
+@pytest.fixture
+def ctx(monkeypatch: pytest.MonkeyPatch, profiles: Path, events: list[Event]) -> Iterator[ServeContext]:
     monkeypatch.setenv("RIGCTL_SIM", RIG)
     monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
-    events: list[Event] = []
     context = make_context(argparse.Namespace(sim=RIG), events.append)
-    context.events = events  # type: ignore[attr-defined]
     yield context
     transaction.stop(context)  # never leave a simulator running after a test
     if context.sampler:

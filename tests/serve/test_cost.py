@@ -13,13 +13,17 @@ from rigctl.serve import switch as transaction
 from rigctl.serve.cost import switch_cost
 from rigctl.serve.statefiles import read_record
 
-SHIPPED = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "rigctl" / "profiles" / "examples")
-                 .glob("*.toml") if p.stem != "qwen36-27b-base")
+SHIPPED = sorted(
+    p.stem
+    for p in (Path(__file__).resolve().parents[2] / "rigctl" / "profiles" / "examples").glob("*.toml")
+    if p.stem != "qwen36-27b-base"
+)
 
 
 @pytest.mark.parametrize("rig", ["2x3090-nvlink", "2x4090-pcie"])
-def test_every_shipped_pair_has_a_cost_and_nothing_is_touched(rig: str, isolated_dirs: Path, port: int,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_shipped_pair_has_a_cost_and_nothing_is_touched(
+    rig: str, isolated_dirs: Path, port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rigctl.cli.serving import make_context
 
     monkeypatch.setenv("RIGCTL_SIM", rig)

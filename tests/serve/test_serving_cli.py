@@ -8,16 +8,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support import present
 from tests.support.serving import UNPREDICTED_MODEL, add_profile
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> dict[str, str]:
+def env(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> Iterator[dict[str, str]]:
     monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
     monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
     environment = dict(os.environ)
@@ -26,8 +28,7 @@ def env(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> dict[str, str]:
 
 
 def rigctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rigctl", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "rigctl", *args], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_switch_then_status_names_it_then_rollback_exit_3(env: dict[str, str], profiles: Path, port: int) -> None:
@@ -37,6 +38,10 @@ def test_switch_then_status_names_it_then_rollback_exit_3(env: dict[str, str], p
     status = json.loads(rigctl(env, "status", "--json").stdout)
     assert status["serving"]["active_profile"] == "good"
     assert status["serving"]["server"]["healthy"] is True
+    # the bench's rule: only the boot's verification (a chat completion) has reached the cache
+    cache = status["prefix_cache"]
+    assert cache["cold"] is True and cache["queries"] > 0, cache
+    assert cache["summary"].startswith("cold: after the restart only the boot's verification")
     add_profile(profiles, "long", "", port, top=UNPREDICTED_MODEL)
     failed = rigctl(env, "switch", "long")
     assert failed.returncode == 3
@@ -58,10 +63,11 @@ def test_invalid_profile_exits_2_and_touches_nothing(env: dict[str, str], profil
 def test_rigctl_killed_mid_switch_reports_honestly(env: dict[str, str], profiles: Path, port: int) -> None:
     assert rigctl(env, "switch", "good").returncode == 0
     add_profile(profiles, "stuck", '[env]\nRIGCTL_SIM_HANG_AT = "graphs"\n', port)
-    proc = subprocess.Popen([sys.executable, "-m", "rigctl", "switch", "stuck"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rigctl", "switch", "stuck"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.monotonic() + 30
-    for line in proc.stdout:  # wait until the new server is booting
+    for line in present(proc.stdout):  # wait until the new server is booting
         if "KV cache allocated" in line or time.monotonic() > deadline:
             break
     proc.send_signal(signal.SIGKILL)

@@ -14,24 +14,68 @@ from rigctl.sim.rigspec import load_rig
 
 AWQ = "Qwen/Qwen3.6-27B-AWQ"
 ROWS = [
-    ("2x4090 W4A16 eager DP=2 (per replica) 32k", "2x4090-pcie",
-     EngineConfig(model=AWQ, dp=2, quantization="awq_marlin", max_model_len=32768, enforce_eager=True,
-                  max_num_seqs=8), 38_229),
-    ("2x4090 W4A16 CUDA graphs MTP3 TP=2 32k", "2x4090-pcie",
-     EngineConfig(model=AWQ, tp=2, quantization="awq_marlin", kv_cache_dtype="fp8", max_model_len=32768,
-                  spec_method="mtp", spec_tokens=3, max_num_seqs=8), 350_518),
-    ("2x3090 AutoRound W4A8 fp8 KV TP=2 131k", "2x3090-nvlink",
-     EngineConfig(model="Intel/Qwen3.6-27B-int4-AutoRound", tp=2, quantization="inc", kv_cache_dtype="fp8_e5m2",
-                  max_model_len=131072, max_num_seqs=8), 541_764),
-    ("2x3090 AWQ W4A16 fp8 KV TP=2 131k", "2x3090-nvlink",
-     EngineConfig(model=AWQ, tp=2, quantization="awq_marlin", kv_cache_dtype="fp8_e5m2", max_model_len=131072,
-                  max_num_seqs=8), 610_212),
-    ("2x3090 FP8 weights fp8 KV TP=2 131k", "2x3090-nvlink",
-     EngineConfig(model="Qwen/Qwen3.6-27B-FP8", tp=2, quantization="fp8", kv_cache_dtype="fp8_e5m2",
-                  max_model_len=131072, max_num_seqs=8), 272_338),
-    ("1x3090 4-bit mbt 2048 TP=1 180k", "1x3090",
-     EngineConfig(model=AWQ, quantization="awq_marlin", kv_cache_dtype="fp8_e5m2", max_model_len=180000,
-                  max_num_batched_tokens=2048, gpu_memory_utilization=0.97, max_num_seqs=2), 200_826),
+    (
+        "2x4090 W4A16 eager DP=2 (per replica) 32k",
+        "2x4090-pcie",
+        EngineConfig(model=AWQ, dp=2, quantization="awq_marlin", max_model_len=32768, enforce_eager=True, max_num_seqs=8),
+        38_229,
+    ),
+    (
+        "2x4090 W4A16 CUDA graphs MTP3 TP=2 32k",
+        "2x4090-pcie",
+        EngineConfig(
+            model=AWQ,
+            tp=2,
+            quantization="awq_marlin",
+            kv_cache_dtype="fp8",
+            max_model_len=32768,
+            spec_method="mtp",
+            spec_tokens=3,
+            max_num_seqs=8,
+        ),
+        350_518,
+    ),
+    (
+        "2x3090 AutoRound W4A8 fp8 KV TP=2 131k",
+        "2x3090-nvlink",
+        EngineConfig(
+            model="Intel/Qwen3.6-27B-int4-AutoRound",
+            tp=2,
+            quantization="inc",
+            kv_cache_dtype="fp8_e5m2",
+            max_model_len=131072,
+            max_num_seqs=8,
+        ),
+        541_764,
+    ),
+    (
+        "2x3090 AWQ W4A16 fp8 KV TP=2 131k",
+        "2x3090-nvlink",
+        EngineConfig(model=AWQ, tp=2, quantization="awq_marlin", kv_cache_dtype="fp8_e5m2", max_model_len=131072, max_num_seqs=8),
+        610_212,
+    ),
+    (
+        "2x3090 FP8 weights fp8 KV TP=2 131k",
+        "2x3090-nvlink",
+        EngineConfig(
+            model="Qwen/Qwen3.6-27B-FP8", tp=2, quantization="fp8", kv_cache_dtype="fp8_e5m2", max_model_len=131072, max_num_seqs=8
+        ),
+        272_338,
+    ),
+    (
+        "1x3090 4-bit mbt 2048 TP=1 180k",
+        "1x3090",
+        EngineConfig(
+            model=AWQ,
+            quantization="awq_marlin",
+            kv_cache_dtype="fp8_e5m2",
+            max_model_len=180000,
+            max_num_batched_tokens=2048,
+            gpu_memory_utilization=0.97,
+            max_num_seqs=2,
+        ),
+        200_826,
+    ),
 ]
 
 

@@ -31,19 +31,47 @@ def _families(text: str) -> set[str]:
     return names
 
 
+Simulated = tuple[list[str], str, str]  # the boot log's lines, a /metrics scrape, /version
+
+
 @pytest.fixture(scope="module")
-def simulated(tmp_path_factory: pytest.TempPathFactory):
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> Simulated:
     """One real simulator boot, as 0.32, its log and a /metrics scrape kept."""
     home = tmp_path_factory.mktemp("sim")
     port = free_port()
-    env = {**os.environ, "RIGCTL_SIM": "2x3090-nvlink", "RIGCTL_SIM_TIME_SCALE": "0.002",
-           "XDG_STATE_HOME": str(home), "RIGCTL_STATE_DIR": str(home / "rigctl")}
+    env = {
+        **os.environ,
+        "RIGCTL_SIM": "2x3090-nvlink",
+        "RIGCTL_SIM_TIME_SCALE": "0.002",
+        "XDG_STATE_HOME": str(home),
+        "RIGCTL_STATE_DIR": str(home / "rigctl"),
+    }
     log = home / "boot.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rigctl.sim.vllm_server", "--as-version", "0.32.0", "serve",
-                                 "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--quantization", "awq_marlin",
-                                 "--max-model-len", "32768", "--host", "127.0.0.1", "--port", str(port)],
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rigctl.sim.vllm_server",
+                "--as-version",
+                "0.32.0",
+                "serve",
+                "Qwen/Qwen3.6-27B-AWQ",
+                "--tensor-parallel-size",
+                "2",
+                "--quantization",
+                "awq_marlin",
+                "--max-model-len",
+                "32768",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -62,7 +90,7 @@ def simulated(tmp_path_factory: pytest.TempPathFactory):
     return log.read_text().splitlines(), metrics, version
 
 
-def test_the_boot_log_has_the_real_shapes_in_the_real_order(simulated) -> None:
+def test_the_boot_log_has_the_real_shapes_in_the_real_order(simulated: Simulated) -> None:
     lines, _, version = simulated
     real = read_bootlog((CPU / "good-eager.log").read_text(errors="replace").splitlines())
     sim = read_bootlog(lines)
@@ -77,7 +105,7 @@ def test_the_boot_log_has_the_real_shapes_in_the_real_order(simulated) -> None:
     assert uvicorn == ["INFO:     Application startup complete."]  # uvicorn's lines carry no process prefix
 
 
-def test_the_metrics_have_the_families_of_a_real_scrape(simulated) -> None:
+def test_the_metrics_have_the_families_of_a_real_scrape(simulated: Simulated) -> None:
     _, metrics, _ = simulated
     real = _families((CPU / "good-eager.metrics-after.prom").read_text())
     sim = _families(metrics)

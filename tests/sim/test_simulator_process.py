@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,26 +20,35 @@ from rigctl.gpu.sampler import RigSampler
 from rigctl.sim.claims import default_claims_dir
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
+from tests.support import present
 from tests.support.serving import free_port
 from tests.support.sim_server import AWQ_TP2, launch, serve_sim, wait_ready
 
 
 @pytest.fixture
 def server(sim_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    yield from serve_sim(["--speculative-config", '{"method":"mtp","num_speculative_tokens":3}'], sim_env,
-                      tmp_path / "vllm.log")
+    yield from serve_sim(["--speculative-config", '{"method":"mtp","num_speculative_tokens":3}'], sim_env, tmp_path / "vllm.log")
 
 
 @pytest.fixture
 def small_pool(sim_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    """256 MiB of KV at 16 KiB a token: 16,384 tokens, 2.5 requests of 4,096."""
-    yield from serve_sim(["--kv-cache-memory-bytes", str(256 * 2**20), "--max-model-len", "4096",
-                       "--max-num-seqs", "16"], sim_env, tmp_path / "small.log")
+    """256 MiB of KV at TP2 and fp8 KV: 10 blocks of 1,568 tokens (grown so a page holds a GDN
+    state), 15,680 tokens of context; the state allows 10 sequences at most."""
+    yield from serve_sim(
+        ["--kv-cache-memory-bytes", str(256 * 2**20), "--max-model-len", "4096", "--max-num-seqs", "10"],
+        sim_env,
+        tmp_path / "small.log",
+    )
 
 
 def test_unknown_flag_exits_2_like_vllm(sim_env: dict[str, str]) -> None:
-    done = subprocess.run([sys.executable, "-m", "rigctl.sim.vllm_server", "serve", "m", "--swap-space", "4"],
-                          env=sim_env, capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-m", "rigctl.sim.vllm_server", "serve", "m", "--swap-space", "4"],
+        env=sim_env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 2
     assert "vllm: error: unrecognized arguments: --swap-space 4" in done.stderr  # as 0.32 says it
 
@@ -47,8 +57,13 @@ def test_port_in_use_fails_like_vllm(sim_env: dict[str, str], tmp_path: Path) ->
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "rigctl.sim.vllm_server", *AWQ_TP2, "--port", str(port)],
-                              env=sim_env, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            [sys.executable, "-m", "rigctl.sim.vllm_server", *AWQ_TP2, "--port", str(port)],
+            env=sim_env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     assert done.returncode == 1 and "OSError: [Errno 98] Address already in use" in done.stdout
 
 
@@ -69,8 +84,20 @@ def test_boot_log_in_vllm_033_order(server: tuple[str, subprocess.Popen[bytes], 
     _, _, log = server
     report = read_bootlog(log.read_text().splitlines())
     assert report.version == "0.33.0" and report.ready
-    assert [p.name for p in report.phases] == ["start", "args", "engine", "weights", "model", "compile", "kv_memory",
-                                               "kv_cache", "graphs", "init", "server", "ready"]
+    assert [p.name for p in report.phases] == [
+        "start",
+        "args",
+        "engine",
+        "weights",
+        "model",
+        "compile",
+        "kv_memory",
+        "kv_cache",
+        "graphs",
+        "init",
+        "server",
+        "ready",
+    ]
     assert report.kv_tokens and report.max_concurrency and report.concurrency_len == 131072
     text = log.read_text()
     assert "non-default args: {" in text and "Starting vLLM server on http://127.0.0.1:" in text
@@ -88,15 +115,23 @@ def test_models_version_and_metrics(server: tuple[str, subprocess.Popen[bytes], 
     assert httpx.get(f"{url}/version").json() == {"version": "0.33.0"}
     metrics = httpx.get(f"{url}/metrics")
     assert metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
-    for name in ("vllm:num_requests_running{", "vllm:kv_cache_usage_perc{", "vllm:prefix_cache_queries_total{",
-                 "vllm:time_to_first_token_seconds_bucket{", "vllm:spec_decode_num_drafts_total{",
-                 'vllm:cache_config_info{block_size="800"', "vllm:request_success_total{"):
+    for name in (
+        "vllm:num_requests_running{",
+        "vllm:kv_cache_usage_perc{",
+        "vllm:prefix_cache_queries_total{",
+        "vllm:time_to_first_token_seconds_bucket{",
+        "vllm:spec_decode_num_drafts_total{",
+        'vllm:cache_config_info{block_size="1600"',
+        "vllm:request_success_total{",
+    ):
         assert name in metrics.text, name
 
 
-def _complete(url: str, prompt: str, tokens: int) -> dict:  # type: ignore[type-arg]
-    return httpx.post(f"{url}/v1/completions", json={"model": "qwen3.6-27b", "prompt": prompt, "max_tokens": tokens},
-                      timeout=60).json()
+def _complete(url: str, prompt: str, tokens: int) -> dict[str, Any]:
+    answer: dict[str, Any] = httpx.post(
+        f"{url}/v1/completions", timeout=60, json={"model": "qwen3.6-27b", "prompt": prompt, "max_tokens": tokens}
+    ).json()
+    return answer
 
 
 def _counter(url: str, name: str) -> float:
@@ -108,8 +143,12 @@ def _counter(url: str, name: str) -> float:
 
 def test_streaming_chat_and_unknown_model(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
     url, _, _ = server
-    with httpx.stream("POST", f"{url}/v1/chat/completions", timeout=30,
-                      json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "stream": True}) as r:
+    with httpx.stream(
+        "POST",
+        f"{url}/v1/chat/completions",
+        timeout=30,
+        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "stream": True},
+    ) as r:
         events = [line for line in r.iter_lines() if line.startswith("data: ")]
     assert events[-1] == "data: [DONE]"
     chunks = [json.loads(e[6:]) for e in events[:-1]]
@@ -121,7 +160,7 @@ def test_streaming_chat_and_unknown_model(server: tuple[str, subprocess.Popen[by
 
 def test_prefix_cache_hits_on_a_repeated_prefix(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
     url, _, _ = server
-    prefix = "system prompt " * 1200  # ~4,200 tokens: several 800-token hybrid blocks
+    prefix = "system prompt " * 1200  # ~4,200 tokens: two 1,600-token hybrid blocks (MTP 3 at TP2: rigctl/vllm/kvpool.py)
     _complete(url, prefix + "first question", 4)
     hits_before = _counter(url, "vllm:prefix_cache_hits_total")
     _complete(url, prefix + "second question", 4)
@@ -136,10 +175,36 @@ def test_preemption_when_the_pool_runs_out(small_pool: tuple[str, subprocess.Pop
     url, _, _ = small_pool
     import concurrent.futures
 
-    with concurrent.futures.ThreadPoolExecutor(10) as pool:  # 10 x (1,500 + 800) tokens > 16,384
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:  # 10 x (1,500 + 800) tokens > 15,680
         results = list(pool.map(lambda i: _complete(url, f"request {i} " + "word " * 1200, 800), range(10)))
     assert all(r["usage"]["completion_tokens"] == 800 for r in results)  # preempted requests still finish
     assert _counter(url, "vllm:num_preemptions_total") > 0
+
+
+def test_more_sequences_than_the_state_blocks_fails_as_vllm_does(sim_env: dict[str, str], tmp_path: Path) -> None:
+    """vLLM refuses to start when max_num_seqs exceeds the blocks the GDN state may use: the same
+    10 blocks as above, 16 sequences asked."""
+    log = tmp_path / "seqs.log"
+    proc = launch(
+        [
+            *AWQ_TP2,
+            "--port",
+            str(free_port()),
+            "--kv-cache-memory-bytes",
+            str(256 * 2**20),
+            "--max-model-len",
+            "4096",
+            "--max-num-seqs",
+            "16",
+        ],
+        sim_env,
+        log,
+    )
+    assert proc.wait(30) == 1
+    report = read_bootlog(log.read_text().splitlines())
+    assert "ValueError: max_num_seqs (16) exceeds available Mamba cache blocks (10)" in log.read_text()
+    assert report.failure is not None and report.failure.cause == "max_num_seqs"
+    assert report.failure.suggestion == "set max_num_seqs to 10 or less, or give the pool more memory"
 
 
 def test_spec_decode_counters(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
@@ -152,11 +217,10 @@ def test_spec_decode_counters(server: tuple[str, subprocess.Popen[bytes], Path])
 
 def test_sigterm_is_clean_and_the_rig_view_agrees(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
     _, proc, log = server
-    snapshot = RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"), claims_dir=default_claims_dir()),
-                          with_host=False).snapshot()
-    titles = {p.name for s in snapshot.samples for p in s.processes if p.pid == proc.pid}
+    snapshot = RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"), claims_dir=default_claims_dir()), with_host=False).snapshot()
+    titles = {p.name for s in snapshot.samples for p in s.processes or () if p.pid == proc.pid}
     assert titles == {"VLLM::Worker_TP0", "VLLM::Worker_TP1"}
-    assert all(s.memory_used > 18 * 2**30 for s in snapshot.samples)
+    assert all(present(s.memory_used) > 18 * 2**30 for s in snapshot.samples)
     assert not [w for w in snapshot.warnings if w.code == "foreign-vram"]
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(10) == 0

@@ -18,8 +18,7 @@ DT = 0.002
 
 
 def replica(speed: Speed, seqs: int = 8) -> EngineReplica:
-    return EngineReplica(0, 10**7, 16, seqs, 8192, speed, Stats(1, 131072, spec=speed.spec_tokens > 0),
-                         random.Random(7))
+    return EngineReplica(0, 10**7, 16, seqs, 8192, speed, Stats(1, 131072, spec=speed.spec_tokens > 0), random.Random(7))
 
 
 def submit(engine: EngineReplica, prompt_tokens: int, max_tokens: int, n: int) -> list[Request]:
@@ -62,9 +61,16 @@ def ttft(speed: Speed, prompt: int) -> float:
     return request.first_token_at
 
 
-@pytest.mark.parametrize("quantization, model, build", [
-    ("awq_marlin", "Qwen/Qwen3.6-27B-AWQ", "awq"), (None, "Intel/Qwen3.6-27B-int4-AutoRound-W4A8", "w4a8"),
-    ("fp8", "Qwen/Qwen3.6-27B-FP8", "fp8"), (None, "Qwen/Qwen3.6-27B-FP8", "fp8"), (None, "Qwen/Qwen3.6-27B", None)])
+@pytest.mark.parametrize(
+    "quantization, model, build",
+    [
+        ("awq_marlin", "Qwen/Qwen3.6-27B-AWQ", "awq"),
+        (None, "Intel/Qwen3.6-27B-int4-AutoRound-W4A8", "w4a8"),
+        ("fp8", "Qwen/Qwen3.6-27B-FP8", "fp8"),
+        (None, "Qwen/Qwen3.6-27B-FP8", "fp8"),
+        (None, "Qwen/Qwen3.6-27B", None),
+    ],
+)
 def test_a_launch_is_the_build_owners_measured(quantization: str | None, model: str, build: str | None) -> None:
     assert build_of(quantization, model) == build
 
@@ -81,8 +87,7 @@ def test_builds_prefill_and_decode_at_the_owners_ratios() -> None:
 def test_mtp_decodes_slower_on_the_owners_3090s_at_their_acceptance() -> None:
     plain = decode_rate(Speed(BASE_DECODE, BASE_PREFILL), tokens=3000)
     # depth 1 at the owners' 70.8% acceptance: 67.64 -> 51.53 tok/s
-    depth1 = decode_rate(Speed(BASE_DECODE, BASE_PREFILL, spec_tokens=1, acceptance_scale=0.708 / ACCEPTANCE[0]),
-                         tokens=3000)
+    depth1 = decode_rate(Speed(BASE_DECODE, BASE_PREFILL, spec_tokens=1, acceptance_scale=0.708 / ACCEPTANCE[0]), tokens=3000)
     assert depth1 / plain == pytest.approx(51.53 / 67.64, rel=0.06)
     depth4 = decode_rate(Speed(BASE_DECODE, BASE_PREFILL, spec_tokens=4, acceptance_scale=0.6), tokens=3000)
     assert depth4 < plain  # "slower both times"

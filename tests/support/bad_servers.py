@@ -54,10 +54,9 @@ class BadServer:
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
             elif self.behaviour == "html":
                 body = b"<!doctype html>\n<html><head><title>Router login</title></head><body>hi</body></html>\n"
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
-                             % len(body) + body)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
             elif self.behaviour == "not-vllm":
-                body = b"# HELP python_info x\npython_info{version=\"3.11\"} 1.0\nprocess_cpu_seconds_total 1.5\n"
+                body = b'# HELP python_info x\npython_info{version="3.11"} 1.0\nprocess_cpu_seconds_total 1.5\n'
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         except OSError:
             pass

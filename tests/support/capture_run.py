@@ -24,9 +24,12 @@ class Capture:
     def __init__(self, upstream: str, out: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.out = out
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rigctl", "capture", "--to", upstream, "--listen", "127.0.0.1:0", "--out",
-             str(out), *extra], env=env or dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
+            [sys.executable, "-m", "rigctl", "capture", "--to", upstream, "--listen", "127.0.0.1:0", "--out", str(out), *extra],
+            env=env or dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stderr is not None
         first = self.proc.stderr.readline()
         found = re.search(r"http://127\.0\.0\.1:(\d+)", first)
@@ -52,8 +55,12 @@ class App:
     def __init__(self, capture: Capture, tap: Tap) -> None:
         self.capture, self.tap = capture, tap
         self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.client = httpx.Client(base_url=capture.url, timeout=120, trust_env=False,
-                                   headers={"Authorization": f"Bearer {SECRET}", "X-App-Secret": SECRET})
+        self.client = httpx.Client(
+            base_url=capture.url,
+            timeout=120,
+            trust_env=False,
+            headers={"Authorization": f"Bearer {SECRET}", "X-App-Secret": SECRET},
+        )
 
     def post(self, endpoint: str, body: dict[str, Any]) -> httpx.Response:
         mark = self.tap.mark()

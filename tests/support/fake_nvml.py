@@ -29,11 +29,11 @@ from rigctl.gpu.nvml_codes import (
 from rigctl.sim.rigspec import GpuSpec, RigSpec
 from rigctl.units import MIB
 
-SUCCESS = pynvml.NVML_SUCCESS
-NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
-INVALID_ARGUMENT = pynvml.NVML_ERROR_INVALID_ARGUMENT
-GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST
-INSUFFICIENT_SIZE = pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+SUCCESS: int = pynvml.NVML_SUCCESS
+NOT_SUPPORTED: int = pynvml.NVML_ERROR_NOT_SUPPORTED
+INVALID_ARGUMENT: int = pynvml.NVML_ERROR_INVALID_ARGUMENT
+GPU_IS_LOST: int = pynvml.NVML_ERROR_GPU_IS_LOST
+INSUFFICIENT_SIZE: int = pynvml.NVML_ERROR_INSUFFICIENT_SIZE
 
 
 @dataclass
@@ -98,9 +98,14 @@ class FakeNvmlLib:
                 return index
         raise AssertionError("unknown NVML handle")
 
-    def _check(self, symbol: str, handle: Any = None) -> tuple[int, int | None]:
-        index = None if handle is None else self._gpu(handle)
-        if index is not None and index in self.lost:
+    def _check_system(self, symbol: str) -> int:
+        """The code a call about no GPU returns (an injected failure, else success)."""
+        return self.failures.get((symbol, None), SUCCESS)
+
+    def _check(self, symbol: str, handle: Any) -> tuple[int, int]:
+        """(the code a call about this GPU returns, the GPU's index)."""
+        index = self._gpu(handle)
+        if index in self.lost:
             return GPU_IS_LOST, index
         code = self.failures.get((symbol, index), self.failures.get((symbol, None), SUCCESS))
         return code, index
@@ -119,7 +124,7 @@ class FakeNvmlLib:
     # -- system ---------------------------------------------------------------------
 
     def nvmlInitWithFlags(self, flags: Any) -> int:
-        return self._check("nvmlInitWithFlags")[0]
+        return self._check_system("nvmlInitWithFlags")
 
     def nvmlShutdown(self) -> int:
         return SUCCESS
@@ -136,15 +141,16 @@ class FakeNvmlLib:
         return self._out(ref, self.spec.cuda_driver_version)
 
     def nvmlDeviceGetCount_v2(self, ref: Any) -> int:
-        code = self._check("nvmlDeviceGetCount_v2")[0]
+        code = self._check_system("nvmlDeviceGetCount_v2")
         return code if code != SUCCESS else self._out(ref, len(self.spec.gpus))
 
     def nvmlDeviceGetHandleByIndex_v2(self, c_index: Any, ref: Any) -> int:
         index = c_index.value
         if index >= len(self._structs):
             return INVALID_ARGUMENT
-        code = self.failures.get(("nvmlDeviceGetHandleByIndex_v2", index),
-                                 self.failures.get(("nvmlDeviceGetHandleByIndex_v2", None), SUCCESS))
+        code = self.failures.get(
+            ("nvmlDeviceGetHandleByIndex_v2", index), self.failures.get(("nvmlDeviceGetHandleByIndex_v2", None), SUCCESS)
+        )
         if code != SUCCESS:
             return code
         ref._obj.contents = self._structs[index]
@@ -188,8 +194,7 @@ class FakeNvmlLib:
         return self._scalar("nvmlDeviceGetEnforcedPowerLimit", handle, ref, lambda g, l: int(g.power_limit_w * 1000))
 
     def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: Any, ref: Any) -> int:
-        return self._scalar("nvmlDeviceGetPowerManagementDefaultLimit", handle, ref,
-                            lambda g, l: int(g.power_default_w * 1000))
+        return self._scalar("nvmlDeviceGetPowerManagementDefaultLimit", handle, ref, lambda g, l: int(g.power_default_w * 1000))
 
     def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any, ref: Any) -> int:
         return self._scalar("nvmlDeviceGetMaxPcieLinkGeneration", handle, ref, lambda g, l: g.pcie_gen_max)
@@ -247,7 +252,7 @@ class FakeNvmlLib:
 
     def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, handle: Any, link: int, ref: Any) -> int:
         code, g = self._link("nvmlDeviceGetNvLinkRemotePciInfo_v2", handle, link)
-        if g is None:
+        if g is None or g.nvlink_peer is None:  # (_link answers only for a GPU with a peer)
             return code
         self._fill_pci(ref._obj, self.spec.gpus[g.nvlink_peer].bus_id)
         return SUCCESS
@@ -331,8 +336,9 @@ class FakeNvmlLib:
         return self._scalar("nvmlDeviceGetFanSpeed", handle, ref, lambda g, l: l.fan)
 
     def nvmlDeviceGetClockInfo(self, handle: Any, kind: Any, ref: Any) -> int:
-        return self._scalar("nvmlDeviceGetClockInfo", handle, ref,
-                            lambda g, l: l.sm_clock if kind.value == pynvml.NVML_CLOCK_SM else l.mem_clock)
+        return self._scalar(
+            "nvmlDeviceGetClockInfo", handle, ref, lambda g, l: l.sm_clock if kind.value == pynvml.NVML_CLOCK_SM else l.mem_clock
+        )
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any, ref: Any) -> int:
         return self._scalar("nvmlDeviceGetCurrPcieLinkGeneration", handle, ref, lambda g, l: l.pcie_gen)

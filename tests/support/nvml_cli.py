@@ -19,7 +19,7 @@ from tests.support.fake_nvml import FakeNvmlLib, installed
 
 def run(argv: list[str]) -> int:
     split = argv.index("--")
-    rig, failures, args = argv[0], argv[1:split], argv[split + 1:]
+    rig, failures, args = argv[0], argv[1:split], argv[split + 1 :]
     lib = FakeNvmlLib(load_rig(rig))
     for spec in ",".join(failures).split(","):
         if not spec:

@@ -12,14 +12,28 @@ import httpx
 
 from tests.support.serving import free_port
 
-AWQ_TP2 = ["serve", "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--quantization", "awq_marlin",
-           "--max-model-len", "131072", "--kv-cache-dtype", "fp8_e5m2", "--served-model-name", "qwen3.6-27b",
-           "--host", "127.0.0.1"]
+AWQ_TP2 = [
+    "serve",
+    "Qwen/Qwen3.6-27B-AWQ",
+    "--tensor-parallel-size",
+    "2",
+    "--quantization",
+    "awq_marlin",
+    "--max-model-len",
+    "131072",
+    "--kv-cache-dtype",
+    "fp8_e5m2",
+    "--served-model-name",
+    "qwen3.6-27b",
+    "--host",
+    "127.0.0.1",
+]
 
 
 def launch(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "rigctl.sim.vllm_server", *args], env=env,
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rigctl.sim.vllm_server", *args], env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT
+    )
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes], limit: float = 15.0) -> None:
@@ -43,5 +57,3 @@ def serve_sim(extra: list[str], env: dict[str, str], log: Path) -> Iterator[tupl
     yield url, proc, log
     proc.terminate()
     proc.wait(10)
-
-

@@ -44,11 +44,11 @@ def parse_topo_affinity(text: str) -> dict[str, tuple[str, str, str]]:
     """{GPUi: (CPU Affinity, NUMA Affinity, GPU NUMA ID)} from a `topo -m` block."""
     rows = _rows(text)
     n = sum(1 for h in rows[0] if re.fullmatch(r"GPU\d+", h))
-    out = {}
+    out: dict[str, tuple[str, str, str]] = {}
     for row in rows[1:]:
         if re.fullmatch(r"GPU\d+", row[0]):
             cells = [c for c in re.split(r"\s+", " ".join(row[1:])) if c]
-            out[row[0]] = tuple(cells[n:n + 3])
+            out[row[0]] = (cells[n], cells[n + 1], cells[n + 2])
     return out
 
 

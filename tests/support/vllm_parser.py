@@ -12,6 +12,7 @@ import argparse
 import json
 import re
 from pathlib import Path
+from typing import Any, NoReturn
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "vllm"
 _HUMAN = re.compile(r"^\d+(\.\d+)?[kKmMgGtT]?$")
@@ -31,8 +32,15 @@ def _json(value: str) -> object:
     return json.loads(value)
 
 
-TYPES = {"int": int, "float": float, "human_readable_int": _human, "human_readable_int_or_auto": _human_or_auto,
-         "loads": _json, "parse_dataclass": _json, "_parse_type": _json}
+TYPES = {
+    "int": int,
+    "float": float,
+    "human_readable_int": _human,
+    "human_readable_int_or_auto": _human_or_auto,
+    "loads": _json,
+    "parse_dataclass": _json,
+    "_parse_type": _json,
+}
 
 
 class ParseError(Exception):
@@ -40,7 +48,7 @@ class ParseError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         raise ParseError(message)
 
 
@@ -58,14 +66,21 @@ def build() -> argparse.ArgumentParser:
         if action in ("_StoreTrueAction",):
             parser.add_argument(*names, dest=opt["dest"], action="store_true")
             continue
-        kwargs: dict[str, object] = {"dest": opt["dest"]}
+        kwargs: dict[str, Any] = {"dest": opt["dest"]}  # argparse's keywords: each of its own type
         if opt["nargs"] in ("+", "?"):
             kwargs["nargs"] = opt["nargs"]
         if opt["choices"]:
             kwargs["choices"] = opt["choices"]
         type_fn = TYPES.get(opt["type"] or "")
-        header = next((m.group(0) for flag in opt["long"]
-                       for m in [re.search(rf"^  {re.escape(flag)}\b.*(?:\n {{20,}}.*)*", help_text, re.M)] if m), "")
+        header = next(
+            (
+                m.group(0)
+                for flag in opt["long"]
+                for m in [re.search(rf"^  {re.escape(flag)}\b.*(?:\n {{20,}}.*)*", help_text, re.M)]
+                if m
+            ),
+            "",
+        )
         if "Should either be a valid JSON string" in header:
             type_fn = _json
         if type_fn:

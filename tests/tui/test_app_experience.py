@@ -10,25 +10,28 @@ import signal
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from rigctl.config import load_settings
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
+from rigctl.serve.steps import ServeContext
 from rigctl.sim.rigspec import load_rig
-from rigctl.tui.app import make_app
+from rigctl.tui.app import RigApp, make_app
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.topology_panel import TopologyPanel
+from tests.support import present
 from tests.support.config_file import write_config
 from tests.test_alerts import wait_gone
-from tests.tui.helpers import poll, screen_text
+from tests.tui.helpers import Seen, app_for, poll, screen_text
 
 SIZES = [(80, 24), (120, 40), (200, 60)]
 
 
-def figures_shown(app) -> list[str]:
+def figures_shown(app: RigApp) -> list[str]:
     """The numbers the widgets were given, each of which must appear whole on the screen."""
     out = []
     for card in app.screen.query(GpuCard):
@@ -40,9 +43,9 @@ def figures_shown(app) -> list[str]:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_dashboard_shows_every_figure_whole_at_each_size(serve_ctx, size: tuple[int, int]) -> None:
+def test_dashboard_shows_every_figure_whole_at_each_size(serve_ctx: ServeContext, size: tuple[int, int]) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+    app = app_for(serve_ctx)
 
     async def scenario() -> None:
         async with app.run_test(size=size) as pilot:
@@ -68,28 +71,30 @@ def test_dashboard_shows_every_figure_whole_at_each_size(serve_ctx, size: tuple[
     asyncio.run(scenario())
 
 
-def test_engine_death_notifies(serve_ctx) -> None:
+def test_engine_death_notifies(serve_ctx: ServeContext) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await poll(app, pilot)
-            pid = read_record().pid
+            pid = present(present(read_record()).pid)
             os.kill(pid, signal.SIGKILL)
             wait_gone(pid)
             await poll(app, pilot)
-            died = [n for n in app._notifications if n.title == "engine died"]
+            died = [n for n in seen.notifications if n.title == "engine died"]
             assert len(died) == 1 and f"pid {pid}" in died[0].message and died[0].severity == "error"
             await poll(app, pilot)
-            assert len([n for n in app._notifications if n.title == "engine died"]) == 1
+            assert len([n for n in seen.notifications if n.title == "engine died"]) == 1
 
     asyncio.run(scenario())
 
 
-def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:
+def test_theme_is_remembered_and_comments_kept(serve_ctx: ServeContext) -> None:
     path = write_config("# my rig\n[tui]\n# the refresh I like\nrig_interval = 1.0\n")
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
+    app = app_for(serve_ctx, load_settings())
 
     async def pick() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -99,7 +104,7 @@ def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:
     asyncio.run(pick())
     text = path.read_text()
     assert "# my rig" in text and "# the refresh I like" in text and 'theme = "nord"' in text
-    again = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
+    again = app_for(serve_ctx, load_settings())
 
     async def restart() -> None:
         async with again.run_test(size=(80, 24)) as pilot:
@@ -109,15 +114,17 @@ def test_theme_is_remembered_and_comments_kept(serve_ctx) -> None:
     asyncio.run(restart())
 
 
-def test_unknown_theme_in_config_is_said_not_fatal(serve_ctx) -> None:
+def test_unknown_theme_in_config_is_said_not_fatal(serve_ctx: ServeContext) -> None:
     path = write_config('[tui]\ntheme = "no-such-theme"\n')
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None, settings=load_settings())
+    app = app_for(serve_ctx, load_settings())
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await pilot.pause()
             assert app.theme == "textual-dark"
-            assert any("no-such-theme" in n.message for n in app._notifications)
+            assert seen.notified("no-such-theme")
 
     asyncio.run(scenario())
     assert "no-such-theme" in path.read_text()  # a bad value is reported, never rewritten behind the owner
@@ -141,11 +148,11 @@ def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     asyncio.run(scenario())
 
 
-def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_ctx) -> None:
+def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_ctx: ServeContext) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+    app = app_for(serve_ctx)
 
-    async def lines_of(tail_id: str, pilot, want: str) -> list[str]:
+    async def lines_of(tail_id: str, pilot: Pilot[None], want: str) -> list[str]:
         for _ in range(60):
             await pilot.pause(0.05)
             lines = list(app.screen.query_one(f"#{tail_id}", LogTail).view.lines)

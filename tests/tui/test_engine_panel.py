@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,13 +16,14 @@ from rigctl.cli import main
 from rigctl.cli.serving import make_context
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
-from rigctl.tui.app import make_app
+from rigctl.serve.steps import ServeContext
 from rigctl.tui.widgets.engine_panel import EnginePanel
-from tests.tui.helpers import poll
+from tests.support import present
+from tests.tui.helpers import app_for, poll
 
 
 @pytest.fixture
-def live(monkeypatch: pytest.MonkeyPatch, profiles: Path):
+def live(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> Iterator[ServeContext]:
     monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
     monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
     monkeypatch.setenv("RIGCTL_SIM_SPEED", "20")
@@ -33,17 +35,23 @@ def live(monkeypatch: pytest.MonkeyPatch, profiles: Path):
 
 def load(url: str, n: int = 4) -> None:
     prompt = "shared agent system prompt " * 400
-    threads = [threading.Thread(target=lambda i=i: httpx.post(f"{url}/v1/completions", timeout=60, json={
-        "prompt": prompt + f"task {i}", "max_tokens": 200})) for i in range(n)]
+    threads = [
+        threading.Thread(
+            target=lambda i=i: httpx.post(
+                f"{url}/v1/completions", timeout=60, json={"prompt": prompt + f"task {i}", "max_tokens": 200}
+            )
+        )
+        for i in range(n)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
 
 
-def test_engine_panel_shows_live_figures_goes_stale_and_recovers(live) -> None:
-    app = make_app(live.sampler, live, poll_interval=None)
-    url = read_record().base_url
+def test_engine_panel_shows_live_figures_goes_stale_and_recovers(live: ServeContext) -> None:
+    app = app_for(live)
+    url = present(read_record()).base_url
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -53,14 +61,14 @@ def test_engine_panel_shows_live_figures_goes_stale_and_recovers(live) -> None:
             panel = app.screen.query_one(EnginePanel)
             lines = panel.lines
             assert lines["title"].startswith("qwen3.6-27b · good · max_model_len 131,072")
-            assert "of 646,391 tok (4.93x)" in lines["kv"]
+            assert "of 623,320 tok (4.76x)" in lines["kv"]
             assert "prefix hit" in lines["cache"] and "n/a" not in lines["cache"].split("(life")[0]
             assert "gen n/a" not in lines["load"] and "TTFT p50" in lines["latency"]
             assert "J/tok" in lines["extra"]
             transaction.stop(live)
             await poll(app, pilot)
             assert panel.has_class("-stale") and "DOWN since" in panel.lines["title"]
-            assert "of 646,391 tok" in panel.lines["kv"]  # the last values stay, marked stale
+            assert "of 623,320 tok" in panel.lines["kv"]  # the last values stay, marked stale
             assert transaction.start(live, "good").status == "switched"
             await poll(app, pilot)
             await poll(app, pilot)
@@ -69,12 +77,12 @@ def test_engine_panel_shows_live_figures_goes_stale_and_recovers(live) -> None:
     asyncio.run(scenario())
 
 
-def test_cli_metrics_live(live, capsys: pytest.CaptureFixture[str]) -> None:
-    url = read_record().base_url
+def test_cli_metrics_live(live: ServeContext, capsys: pytest.CaptureFixture[str]) -> None:
+    url = present(read_record()).base_url
     worker = threading.Thread(target=load, args=(url, 3))
     worker.start()
     assert main(["metrics", "--interval", "1.0", "--json"]) == 0
     worker.join()
     data = json.loads(capsys.readouterr().out)
-    assert data["snapshot"]["kv_pool_tokens"] == 646_391
+    assert data["snapshot"]["kv_pool_tokens"] == 623_320
     assert data["interval"]["generation_tps"] > 0 and data["interval"]["power_w"] > 0

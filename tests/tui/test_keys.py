@@ -9,16 +9,19 @@ from typing import Any
 import pytest
 from textual.command import CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
-from rigctl.tui.app import HELP_SCOPES, RigApp, make_app
+from rigctl.serve.steps import ServeContext
+from rigctl.tui.app import HELP_SCOPES, RigApp
+from rigctl.tui.messages import Polled, SwitchFinished
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.help import HelpScreen, help_rows, key_label
 from rigctl.tui.widgets.server_log import ServerLog
-from tests.tui.helpers import poll, screen_text, settle
+from tests.support import present
+from tests.tui.helpers import Seen, app_for, poll, screen_text, settle, wait_for, wait_switch
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -40,10 +43,6 @@ async def on_screen(app: RigApp, pilot: Pilot[Any], scope: str) -> None:
         assert isinstance(app.screen, ConfirmScreen)
 
 
-def notified(app: RigApp, text: str) -> bool:
-    return any(text in n.message for n in app._notifications)
-
-
 async def check_help(app: RigApp, pilot: Pilot[Any]) -> None:
     assert isinstance(app.screen, HelpScreen)
     await pilot.press("escape")
@@ -58,8 +57,8 @@ async def check_confirm(app: RigApp, pilot: Pilot[Any], question: str) -> None:
     assert read_record() is not None and read_record().profile == "good"  # declined: nothing touched
 
 
-async def check_refresh(app: RigApp, pilot: Pilot[Any]) -> None:
-    assert app._tick_worker is not None and app._tick_worker.group == "poll"
+async def check_refresh(app: RigApp, pilot: Pilot[Any], seen: Seen) -> None:
+    await wait_for(pilot, "r did not poll the rig and the engine", lambda: seen.since_mark(Polled) > 0, seconds=30)
 
 
 async def check_theme(app: RigApp, pilot: Pilot[Any]) -> None:
@@ -71,14 +70,14 @@ async def check_boot(app: RigApp, pilot: Pilot[Any]) -> None:
     assert isinstance(app.screen, BootScreen) and app.screen.done
 
 
-async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
+async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> None:
     """What pressing the key of `action` must have done."""
     if action == "app.help":
         await check_help(app, pilot)
     elif action in ("app.show_dashboard", "app.show_profiles", "app.show_logs", "app.show_history", "app.show_bench"):
         assert app.screen.id == action.removeprefix("app.show_")
     elif action == "app.pick_profile":
-        assert app.screen.id == "profiles" and notified(app, "then s to switch")
+        assert app.screen.id == "profiles" and seen.notified("then s to switch")
     elif action == "app.show_boot":
         await check_boot(app, pilot)
     elif action == "app.restart":
@@ -86,7 +85,7 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
     elif action == "app.stop":
         await check_confirm(app, pilot, "Stop good?")
     elif action == "app.refresh":
-        await check_refresh(app, pilot)
+        await check_refresh(app, pilot, seen)
     elif action == "app.change_theme":
         await check_theme(app, pilot)
     elif action == "screen.switch":
@@ -96,7 +95,7 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
         await settle(app, pilot)
         table = app.screen.query_one(DataTable)
         if app.screen.id == "bench":  # no bench was run on this rig: the screen says where runs would be
-            assert table.row_count == 0 and "no kept runs in" in str(app.screen.query_one("#bench-report").content)
+            assert table.row_count == 0 and "no kept runs in" in str(app.screen.query_one("#bench-report", Static).content)
         else:
             assert table.row_count >= 1  # the profiles, or the one boot recorded
     elif action == "screen.clear":
@@ -107,25 +106,15 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any]) -> None:
         assert isinstance(app.screen, ConfirmScreen) and not app.screen.cut
         await pilot.press("n")
     elif action == "screen.answer('yes')":
-        await wait_serving(app, pilot)  # the confirmed restart runs and boots good again
+        await wait_for(pilot, "the restart did not finish", lambda: seen.since_mark(SwitchFinished) > 0)  # it boots good again
         assert isinstance(app.screen, BootScreen) and app.screen.done
-        assert "switched to good" in str(app.boot.query_one("#boot-outcome").content)
+        assert "switched to good" in str(present(app.boot).query_one("#boot-outcome", Static).content)
     elif action == "screen.answer(None)":
-        assert not isinstance(app.screen, ConfirmScreen) and app._serve_worker is None
+        assert not isinstance(app.screen, ConfirmScreen) and not app.serving_action_running
     elif action == "app.quit":
         pass  # checked after run_test returns
     else:
         raise AssertionError(f"no check written for {action}: add one")
-
-
-async def wait_serving(app: RigApp, pilot: Pilot[Any]) -> None:
-    for _ in range(2400):  # two minutes: a switch drains, boots and verifies; a loaded machine is slow
-        await pilot.pause(0.05)
-        if app._serve_worker is not None and app._serve_worker.is_finished:
-            break
-    else:
-        raise AssertionError("the switch did not finish within two minutes")
-    await pilot.pause()
 
 
 def rows_to_press(app: RigApp) -> list[tuple[str, str, str]]:
@@ -138,25 +127,27 @@ def rows_to_press(app: RigApp) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_every_help_binding_works(serve_ctx, size: tuple[int, int]) -> None:
+def test_every_help_binding_works(serve_ctx: ServeContext, size: tuple[int, int]) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+    app = app_for(serve_ctx)
     pressed: list[str] = []
 
+    seen = Seen()
+
     async def scenario() -> None:
-        async with app.run_test(size=size) as pilot:
+        async with app.run_test(size=size, message_hook=seen) as pilot:
             await poll(app, pilot)
             app.start_serving_action("good", lambda ctx: transaction.switch(ctx, "good", rollback=False))
-            await wait_serving(app, pilot)  # a boot panel exists for b and the boot panel's keys
-            app._serve_worker = None
+            await wait_switch(pilot, seen)  # a boot panel exists for b and the boot panel's keys
             await pilot.press("enter")
             for scope, key, action in rows_to_press(app):
                 await on_screen(app, pilot, scope)
                 if action == "screen.clear":
                     app.screen.query_one(ServerLog).write_lines(["a line to clear"])
+                seen.mark()
                 await pilot.press(key)
                 await pilot.pause()
-                await check_for(action, app, pilot)
+                await check_for(action, app, pilot, seen)
                 pressed.append(action)
 
     asyncio.run(scenario())
@@ -164,11 +155,13 @@ def test_every_help_binding_works(serve_ctx, size: tuple[int, int]) -> None:
     assert {"app.help", "app.restart", "app.stop", "app.show_history", "screen.switch"} <= set(pressed)
 
 
-def test_help_screen_shows_keys_and_explains_na(serve_ctx) -> None:
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+def test_help_screen_shows_keys_and_explains_na(serve_ctx: ServeContext) -> None:
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await poll(app, pilot)
             await pilot.press("question_mark")
             text = screen_text(app)
@@ -176,17 +169,19 @@ def test_help_screen_shows_keys_and_explains_na(serve_ctx) -> None:
                 assert key_label(row.keys) in text
             help_screen = app.screen
             assert isinstance(help_screen, HelpScreen)
-            na = str(help_screen.query_one("#help-na").content)
+            na = str(help_screen.query_one("#help-na", Static).content)
             assert "NotSupported" in na and "--sim" in na and "two scrapes" in na
 
     asyncio.run(scenario())
 
 
-def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None:
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx: ServeContext) -> None:
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await pilot.press("p")
             await settle(app, pilot)
             table = app.screen.query_one(DataTable)
@@ -197,10 +192,10 @@ def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None:
             await pilot.press("y")
             await pilot.press("d")  # leave the boot panel while it boots
             assert app.screen.id == "dashboard" and len(app.screen_stack) == 2
-            await wait_serving(app, pilot)
+            await wait_switch(pilot, seen)
             await pilot.press("b")
             assert isinstance(app.screen, BootScreen) and app.screen.done
-            assert "switched to good" in str(app.screen.query_one("#boot-outcome").content)
+            assert "switched to good" in str(app.screen.query_one("#boot-outcome", Static).content)
             await pilot.press("question_mark", "l")  # a dialog takes the keys: l does not act under it
             assert isinstance(app.screen, HelpScreen)
             await pilot.press("escape", "l")  # the boot panel under it closes as the logs open
@@ -209,15 +204,17 @@ def test_navigation_closes_dialogs_and_keeps_the_boot_panel(serve_ctx) -> None:
     asyncio.run(scenario())
 
 
-def test_quit_during_a_switch_asks_twice(serve_ctx) -> None:
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+def test_quit_during_a_switch_asks_twice(serve_ctx: ServeContext) -> None:
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             app.start_serving_action("good", lambda ctx: transaction.switch(ctx, "good"))
             await pilot.press("q")
-            assert app.is_running and any("q again to quit" in n.message for n in app._notifications)
-            await wait_serving(app, pilot)
+            assert app.is_running and seen.notified("q again to quit")
+            await wait_switch(pilot, seen)
             await pilot.press("q")  # the switch is over: one q quits
 
     asyncio.run(scenario())

@@ -13,18 +13,18 @@ from rigctl.gpu.sampler import RigSampler
 from rigctl.serve.statefiles import ActiveState, write_state
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
-from rigctl.tui.app import make_app
+from rigctl.tui.app import RigApp, make_app
+from rigctl.tui.screens.profiles import ProfilesScreen
 from tests.tui.helpers import poll, settle
 
 
-def app_on(rig: str):
+def app_on(rig: str) -> RigApp:
     return make_app(RigSampler(SimulatedBackend(load_rig(rig))), poll_interval=None)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_profiles_screen_lists_marks_active_and_diffs(size: tuple[int, int], isolated_dirs: Path) -> None:
-    write_state(ActiveState(profile="qwen36-27b-awq-tp2", last_good="qwen36-27b-awq-tp2", status="serving",
-                            since=time.time()))
+    write_state(ActiveState(profile="qwen36-27b-awq-tp2", last_good="qwen36-27b-awq-tp2", status="serving", since=time.time()))
     app = app_on("2x3090-nvlink")
 
     async def scenario() -> None:
@@ -35,7 +35,9 @@ def test_profiles_screen_lists_marks_active_and_diffs(size: tuple[int, int], iso
             table = app.screen.query_one(DataTable)
             assert table.row_count == 9
             assert table.virtual_size.width <= table.size.width  # every column on screen, none behind a scrollbar
-            assert ("kv" in app.screen.columns) == (size[0] >= 100)
+            screen = app.screen
+            assert isinstance(screen, ProfilesScreen)
+            assert ("kv" in screen.columns) == (size[0] >= 100)
             names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
             assert "● qwen36-27b-awq-tp2" in names
             row = names.index("  qwen36-27b-awq-tp2-async")
@@ -68,8 +70,9 @@ def test_invalid_profile_shows_its_errors_inline(isolated_dirs: Path) -> None:
     asyncio.run(scenario())
 
 
-def test_the_detail_shows_the_predicted_pool_beside_the_last_measured_one(isolated_dirs: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_detail_shows_the_predicted_pool_beside_the_last_measured_one(
+    isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import json
 
     from tests.fit.test_fit_cli import cache_model
@@ -79,10 +82,22 @@ def test_the_detail_shows_the_predicted_pool_beside_the_last_measured_one(isolat
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     state = isolated_dirs / "state" / "rigctl"
     state.mkdir(parents=True, exist_ok=True)
-    record = {"profile": "qwen36-27b-4090-tp2-mtp", "profile_hash": "x", "when": 1_790_000_000.0, "argv": [],
-              "vllm_version": "0.33.0", "rig": "sim:2x4090-pcie", "kv_tokens": 350_518, "max_concurrency": 10.7,
-              "max_model_len": 32768, "available_kv_gib": 9.99, "model_load_gib": None, "model_load_seconds": None,
-              "graph_capture_seconds": None, "boot_seconds": 100.0}
+    record = {
+        "profile": "qwen36-27b-4090-tp2-mtp",
+        "profile_hash": "x",
+        "when": 1_790_000_000.0,
+        "argv": [],
+        "vllm_version": "0.33.0",
+        "rig": "sim:2x4090-pcie",
+        "kv_tokens": 350_518,
+        "max_concurrency": 10.7,
+        "max_model_len": 32768,
+        "available_kv_gib": 9.99,
+        "model_load_gib": None,
+        "model_load_seconds": None,
+        "graph_capture_seconds": None,
+        "boot_seconds": 100.0,
+    }
     (state / "history.jsonl").write_text(json.dumps(record) + "\n")
     app = app_on("2x4090-pcie")
 
@@ -93,8 +108,10 @@ def test_the_detail_shows_the_predicted_pool_beside_the_last_measured_one(isolat
             await settle(app, pilot)
             table = app.screen.query_one(DataTable)
             names = [str(table.get_row_at(i)[0]).strip() for i in range(table.row_count)]
-            for name, expect in (("qwen36-27b-4090-tp2-mtp", "measured 350,518 tokens (10.70x)"),
-                                 ("qwen36-27b-4090-dp2", "measured: no boot of it on this rig yet")):
+            for name, expect in (
+                ("qwen36-27b-4090-tp2-mtp", "measured 350,518 tokens (10.70x)"),
+                ("qwen36-27b-4090-dp2", "measured: no boot of it on this rig yet"),
+            ):
                 table.move_cursor(row=names.index(name))
                 await pilot.pause()
                 detail = str(app.screen.query_one("#profile-detail", Static).content)

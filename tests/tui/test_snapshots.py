@@ -23,8 +23,9 @@ def frozen_app(rig: str, claims: Path) -> Any:
     return make_app(RigSampler(backend, with_host=False, clock=lambda: FROZEN), poll_interval=None)
 
 
-@pytest.mark.parametrize(("rig", "size"), [("2x3090-gen3-x8", (80, 24)), ("2x4090-pcie", (160, 48))],
-                         ids=["3090-gen3-80x24", "4090-160x48"])
+@pytest.mark.parametrize(
+    ("rig", "size"), [("2x3090-gen3-x8", (80, 24)), ("2x4090-pcie", (160, 48))], ids=["3090-gen3-80x24", "4090-160x48"]
+)
 def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path, rig: str, size: tuple[int, int]) -> None:
     async def run_before(pilot: Any) -> None:
         await settle(pilot.app, pilot)  # the tick started on mount, then exactly one more

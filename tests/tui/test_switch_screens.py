@@ -6,20 +6,24 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
-from rigctl.tui.app import make_app
+from rigctl.serve.steps import ServeContext
+from rigctl.tui.app import RigApp
+from rigctl.tui.messages import SwitchFinished
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.widgets.server_log import MAX_LINES, ServerLog
 from rigctl.tui.widgets.serving_bar import ServingBar
+from tests.support import present
 from tests.support.serving import UNPREDICTED_MODEL, LongRequest, add_profile
-from tests.tui.helpers import poll, settle
+from tests.tui.helpers import Seen, app_for, poll, settle, wait_switch
 
 
-async def choose(app, pilot, name: str) -> None:
+async def choose(app: RigApp, pilot: Pilot[None], name: str) -> None:
     await pilot.press("p")
     await settle(app, pilot)
     table = app.screen.query_one(DataTable)
@@ -28,29 +32,21 @@ async def choose(app, pilot, name: str) -> None:
     await pilot.pause()
 
 
-async def wait_switch(app, pilot) -> None:
-    for _ in range(2400):  # two minutes: a switch drains, boots and verifies; a loaded machine is slow
-        await pilot.pause(0.05)
-        if app._serve_worker is not None and app._serve_worker.is_finished:
-            break
-    else:
-        raise AssertionError("the switch did not finish within two minutes")
-    await pilot.pause()
-
-
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> None:
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+def test_switch_from_the_profiles_screen(serve_ctx: ServeContext, size: tuple[int, int]) -> None:
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=size) as pilot:
+        async with app.run_test(size=size, message_hook=seen) as pilot:
             await choose(app, pilot, "good")
             await pilot.press("s")
             await settle(app, pilot)
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("y")
             assert isinstance(app.screen, BootScreen)
-            await wait_switch(app, pilot)
+            await wait_switch(pilot, seen)
             outcome = str(app.screen.query_one("#boot-outcome", Static).content)
             assert "switched to good" in outcome and "KV capacity at 131,072" in outcome
             steps = str(app.screen.query_one("#boot-steps", Static).content)
@@ -63,34 +59,40 @@ def test_switch_from_the_profiles_screen(serve_ctx, size: tuple[int, int]) -> No
     asyncio.run(scenario())
 
 
-def test_declined_confirmation_touches_nothing(serve_ctx) -> None:
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+def test_declined_confirmation_touches_nothing(serve_ctx: ServeContext) -> None:
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await choose(app, pilot, "good")
             await pilot.press("s")
             await settle(app, pilot)
             await pilot.press("n")
-            assert app.screen.id == "profiles" and app._serve_worker is None
+            assert app.screen.id == "profiles" and not app.serving_action_running
+            assert seen.count(SwitchFinished) == 0
+
     asyncio.run(scenario())
     assert read_record() is None
 
 
-def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port: int) -> None:
+def test_rollback_is_explained_in_the_boot_panel(serve_ctx: ServeContext, profiles: Path, port: int) -> None:
     add_profile(profiles, "long", "", port, top=UNPREDICTED_MODEL)
     assert transaction.switch(serve_ctx, "good").status == "switched"
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await choose(app, pilot, "long")
             await pilot.press("s")
             await settle(app, pilot)
             detail = str(app.screen.query_one("#confirm-detail", Static).content)
             assert "Qwen/Qwen3.6-27B-AWQ -> acme/Mystery-48B-AWQ" in detail  # the diff is shown before confirming
             await pilot.press("y")
-            await wait_switch(app, pilot)
+            await wait_switch(pilot, seen)
             outcome = str(app.screen.query_one("#boot-outcome", Static).content)
             assert "long failed: max_model_len 131,072 needs more KV cache than fits" in outcome
             assert "rolled back: good serves again" in outcome
@@ -98,16 +100,18 @@ def test_rollback_is_explained_in_the_boot_panel(serve_ctx, profiles: Path, port
             assert "rolling back to good" in steps
 
     asyncio.run(scenario())
-    assert read_record().profile == "good"
+    assert present(read_record()).profile == "good"
 
 
-def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx) -> None:
+def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx: ServeContext) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
-    log_path = Path(read_record().log_path)
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+    log_path = Path(present(read_record()).log_path)
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await pilot.press("l")
             for _ in range(40):
                 await pilot.pause(0.05)
@@ -128,31 +132,34 @@ def test_log_screen_follows_and_stays_bounded_under_a_flood(serve_ctx) -> None:
     asyncio.run(scenario())
 
 
-def test_the_confirm_shows_the_running_requests_and_the_pool_change(serve_ctx, port: int,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_confirm_shows_the_running_requests_and_the_pool_change(
+    serve_ctx: ServeContext, port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RIGCTL_SIM_SPEED", "0.05")  # the simulator inherits it: a long generation takes seconds
     assert transaction.switch(serve_ctx, "good").status == "switched"
     request = LongRequest(port, 2000)
     request.start()
     assert request.started.wait(60)
-    app = make_app(serve_ctx.sampler, serve_ctx, poll_interval=None)
+    app = app_for(serve_ctx)
+
+    seen = Seen()
 
     async def scenario() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await choose(app, pilot, "alt")
             await pilot.press("s")
             await settle(app, pilot)
             assert isinstance(app.screen, ConfirmScreen) and app.screen.cut
             detail = str(app.screen.query_one("#confirm-detail", Static).content)
-            assert "KV pool 646,391 -> ~" in detail and "(good measured; alt predicted from" in detail
+            assert "KV pool 623,320 -> ~" in detail and "(good measured; alt predicted from" in detail
             assert "1 request(s) running: the switch waits up to 120 s for them" in detail
             assert "--quantization: awq_marlin -> fp8" in detail
             await pilot.press("c")  # cut it now
-            await wait_switch(app, pilot)
+            await wait_switch(pilot, seen)
             outcome = str(app.screen.query_one("#boot-outcome", Static).content)
             assert "switched to alt" in outcome
 
     asyncio.run(scenario())
     request.join(60)
     assert request.finish_reason != "length"  # cut, as asked
-    assert read_record().profile == "alt"
+    assert present(read_record()).profile == "alt"

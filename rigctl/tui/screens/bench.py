@@ -25,8 +25,9 @@ def live_text(live: LiveBench | None) -> str:
     if live is None:
         return "no bench running   (start one: rigctl bench PLAN; rigctl bench list shows kept runs)"
     p = live.progress
-    head = (f"bench {live.plan} (pid {live.pid}): arm {p.number}/{p.arms} "
-            f"{'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}")
+    head = (
+        f"bench {live.plan} (pid {live.pid}): arm {p.number}/{p.arms} {'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}"
+    )
     if p.phase in ("measuring", "done"):
         head += f" {p.done}/{p.total}" if p.total else f" {p.done}"
         head += f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
@@ -37,8 +38,10 @@ def live_text(live: LiveBench | None) -> str:
 
 
 class BenchScreen(Screen[None]):
-    BINDINGS = [Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
-                Binding("ctrl+r", "reload", "Reload", tooltip="read the kept runs again")]
+    BINDINGS = [
+        Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
+        Binding("ctrl+r", "reload", "Reload", tooltip="read the kept runs again"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Static(Text(live_text(None)), id="bench-live")

@@ -13,9 +13,11 @@ YES, CUT = "yes", "cut"  # the answers; None is no
 
 
 class ConfirmScreen(ModalScreen[str | None]):
-    BINDINGS = [Binding("y", "answer('yes')", "Yes", tooltip="yes: go ahead (running requests finish first)"),
-                Binding("c", "answer('cut')", "Cut now", tooltip="yes, and cut the running requests now"),
-                Binding("n,escape", "answer(None)", "No", tooltip="no: nothing is touched")]
+    BINDINGS = [
+        Binding("y", "answer('yes')", "Yes", tooltip="yes: go ahead (running requests finish first)"),
+        Binding("c", "answer('cut')", "Cut now", tooltip="yes, and cut the running requests now"),
+        Binding("n,escape", "answer(None)", "No", tooltip="no: nothing is touched"),
+    ]
 
     def __init__(self, question: str, detail: str = "", cut: bool = False) -> None:
         """`cut`: requests are running; offer to cut them instead of waiting."""

@@ -33,7 +33,8 @@ class DashboardScreen(Screen[None]):
         self.settings = settings
         self.last_snapshot: RigSnapshot | None = None
         self._cards: list[GpuCard] = []
-        self._tail: LogTail | None = None
+        self._tail: LogTail | None = None  # set once composed (on_mount)
+        self._last_engine: tuple[EngineState, ServingStatus] | None = None
 
     def compose(self) -> ComposeResult:
         yield HostBar("", id="host-bar")
@@ -61,6 +62,11 @@ class DashboardScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._tail = self.query_one(LogTail)
+        # a tick can land before the screen is composed (the poll starts with the app): shown now
+        if self.last_snapshot is not None:
+            self.show(self.last_snapshot)
+        if self._last_engine is not None:
+            self.show_engine(*self._last_engine)
 
     def on_resize(self) -> None:
         self.set_class(self.narrow, "-narrow")
@@ -91,6 +97,8 @@ class DashboardScreen(Screen[None]):
     def show(self, snapshot: RigSnapshot) -> None:
         fresh = snapshot is not self.last_snapshot  # a resize shows the same one again: no new history
         self.last_snapshot = snapshot
+        if self._tail is None:  # not composed yet: on_mount shows it
+            return
         self.query_one(HostBar).show(snapshot)
         if not self._cards:
             self._cards = list(self.query(GpuCard))  # fixed for the app's life: query once
@@ -98,14 +106,18 @@ class DashboardScreen(Screen[None]):
             sample = snapshot.sample_for(card.gpu.index)
             if sample is not None:
                 card.show(sample, fresh)
-        self.query_one(TopologyPanel).show(snapshot, matrix=not self.narrow and not self.short,
-                                           essentials_only=self.short)
+        self.query_one(TopologyPanel).show(snapshot, matrix=not self.narrow and not self.short, essentials_only=self.short)
 
     def show_engine(self, state: EngineState, serving: ServingStatus) -> None:
+        self._last_engine = (state, serving)
+        if self._tail is None:  # not composed yet: on_mount shows it
+            return
         self.query_one(ServingBar).show(serving)
         self.query_one(EnginePanel).show(state, serving)
 
     def mark_stale(self, stale: bool) -> None:
+        if self._tail is None:
+            return
         self.query_one(HostBar).set_class(stale, "-stale")
         for card in self.query(GpuCard):
             card.set_class(stale, "-stale")

@@ -16,17 +16,37 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 NOT_AVAILABLE = (
-    ("n/a on a GPU figure", ("the driver does not report it for this card: GeForce boards refuse some NVML "
-                            "queries (NotSupported), e.g. reserved VRAM on older drivers or fan speed on "
-                            "some boards. rigctl shows n/a rather than a guess.")),
-    ("n/a on a rate", ("a rate needs two scrapes of /metrics: it appears one refresh after the engine "
-                      "answers, and after vLLM restarts (counters reset, said as RESTARTED).")),
-    ("n/a on an engine figure", ("this vLLM does not publish that metric (older and newer versions name "
-                                "them differently; rigctl reads both), or nothing has happened yet.")),
+    (
+        "n/a on a GPU figure",
+        (
+            "the driver does not report it for this card: GeForce boards refuse some NVML "
+            "queries (NotSupported), e.g. reserved VRAM on older drivers or fan speed on "
+            "some boards. rigctl shows n/a rather than a guess."
+        ),
+    ),
+    (
+        "n/a on a rate",
+        (
+            "a rate needs two scrapes of /metrics: it appears one refresh after the engine "
+            "answers, and after vLLM restarts (counters reset, said as RESTARTED)."
+        ),
+    ),
+    (
+        "n/a on an engine figure",
+        (
+            "this vLLM does not publish that metric (older and newer versions name "
+            "them differently; rigctl reads both), or nothing has happened yet."
+        ),
+    ),
     ("idle", "no request finished in the interval, so there is no latency to show."),
     ("J/tok n/a (idle)", "no tokens were generated in the interval: joules per token is undefined."),
-    ("dimmed panel, DOWN since", ("the endpoint or NVML stopped answering: the last values stay, dimmed, "
-                                 "until it answers again; nothing is made up meanwhile.")),
+    (
+        "dimmed panel, DOWN since",
+        (
+            "the endpoint or NVML stopped answering: the last values stay, dimmed, "
+            "until it answers again; nothing is made up meanwhile."
+        ),
+    ),
     ("backend unavailable", "no NVIDIA driver here: start with --sim NAME (rigctl sims lists them)."),
 )
 
@@ -90,8 +110,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static("rigctl keys (also ctrl+p: command palette; the mouse clicks rows and buttons)",
-                         classes="help-heading")
+            yield Static("rigctl keys (also ctrl+p: command palette; the mouse clicks rows and buttons)", classes="help-heading")
             yield Static(help_table(self.rows), id="help-keys")
             yield Static("What n/a, idle and stale mean", classes="help-heading")
             yield Static(na_text(), id="help-na")

@@ -21,15 +21,24 @@ COLUMNS = ("when", "profile", "hash", "KV tokens", "conc", "max len", "GiB", "lo
 
 def history_cells(record: BootRecord) -> tuple[str, ...]:
     when = time.strftime("%m-%d %H:%M", time.localtime(record.when))
-    return (when, record.profile, record.profile_hash[:8], fmt.count(record.kv_tokens),
-            fmt.number(record.max_concurrency, 2, "x"), fmt.count(record.max_model_len),
-            fmt.number(record.model_load_gib, 1), fmt.number(record.model_load_seconds, 1),
-            fmt.number(record.boot_seconds, 1))
+    return (
+        when,
+        record.profile,
+        record.profile_hash[:8],
+        fmt.count(record.kv_tokens),
+        fmt.number(record.max_concurrency, 2, "x"),
+        fmt.count(record.max_model_len),
+        fmt.number(record.model_load_gib, 1),
+        fmt.number(record.model_load_seconds, 1),
+        fmt.number(record.boot_seconds, 1),
+    )
 
 
 class HistoryScreen(Screen[None]):
-    BINDINGS = [Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
-                Binding("ctrl+r", "reload", "Reload", tooltip="read history.jsonl again")]
+    BINDINGS = [
+        Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
+        Binding("ctrl+r", "reload", "Reload", tooltip="read history.jsonl again"),
+    ]
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="boots", id="history-tabs"):
@@ -61,8 +70,11 @@ class HistoryScreen(Screen[None]):
         for record in reversed(records):
             table.add_row(*history_cells(record))
         title = self.query_one("#history-title", Static)
-        title.update(f"{len(records)} boots recorded by rigctl, newest first" if records else
-                     "no boots recorded yet: a switch that reaches ready adds a row here")
+        title.update(
+            f"{len(records)} boots recorded by rigctl, newest first"
+            if records
+            else "no boots recorded yet: a switch that reaches ready adds a row here"
+        )
 
     def _show_served(self, text: str) -> None:
         self.query_one("#served-report", Static).update(Text(text))
@@ -85,7 +97,9 @@ def served_text(days: float = 7.0) -> str:
         return str(exc)
     real = [r for r in rows if not bench_plan_of(r.boot)]  # a bench's arms are not how a profile serves
     if not real:
-        return (f"nothing recorded yet ({reader.path}): the TUI records while it runs, or run `rigctl record` "
-                "where nobody keeps it open")
+        return (
+            f"nothing recorded yet ({reader.path}): the TUI records while it runs, or run `rigctl record` "
+            "where nobody keeps it open"
+        )
     left_out = "" if len(real) == len(rows) else "\n(the benches' own traffic is left out: rigctl report --bench)"
     return render(by_profile(real, limits=limits), str(reader.path)) + left_out

@@ -13,8 +13,10 @@ from rigctl.tui.widgets.server_log import MAX_LINES
 
 
 class LogScreen(Screen[None]):
-    BINDINGS = [Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
-                Binding("c", "clear", "Clear", tooltip="clear the view (the log file keeps every line)")]
+    BINDINGS = [
+        Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
+        Binding("c", "clear", "Clear", tooltip="clear the view (the log file keeps every line)"),
+    ]
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(id="logs")

@@ -15,10 +15,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from rigctl.fit.calibrate import last_measured
-from rigctl.fit.check import check_profile, predicted_layout
-from rigctl.fit.inputs import options_from_launch
+from rigctl.fit.check import CheckedProfile, check_profile
 from rigctl.gpu.model import RigInfo
-from rigctl.profiles.options import OptionTable
 from rigctl.profiles.schema import Diagnostic, Profile, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import Change, knobs, launch_diff
@@ -27,6 +25,7 @@ from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve.boots import BootRecord, read_history
 from rigctl.serve.statefiles import active_profile_name
+from rigctl.vllm.options import OptionTable
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
 NARROW_COLUMNS = COLUMNS[:-1]  # below 100 columns the KV dtype (not a first-class knob) is in the detail only
@@ -45,17 +44,20 @@ class ProfileEntry:
     pool_line: str = ""  # the KV pool predicted on this rig beside the last one the engine reported
 
 
-def pool_line(spec: LaunchSpec, name: str, rig: RigInfo | None, records: list[BootRecord]) -> str:
+def pool_line(checked: CheckedProfile, rig: RigInfo | None, records: list[BootRecord]) -> str:
     """`KV pool: predicted 334,051 tokens (10.19x at 32,768), TP2/DP1 · measured 350,518 (2026-12-01 10:02)`."""
-    totals = tuple(g.memory_total or 0 for g in rig.gpus) if rig else ()
-    layout = predicted_layout(options_from_launch(spec.argv, spec.env), totals)
-    if isinstance(layout, str):
+    name, layout = checked.profile.name, checked.prediction
+    if layout is None:
+        predicted = "predicted n/a"
+    elif isinstance(layout, str):
         predicted = f"predicted n/a ({layout})"
     elif layout.pool is None:
         predicted = f"predicted: does not fit ({layout.why_not})"
     else:
-        predicted = (f"predicted {layout.pool.tokens:,} tokens ({layout.pool.max_concurrency:.2f}x at "
-                     f"{layout.pool.max_model_len:,}), {layout.name}" + ("" if layout.fits else f"; {layout.why_not}"))
+        predicted = (
+            f"predicted {layout.pool.tokens:,} tokens ({layout.pool.max_concurrency:.2f}x at "
+            f"{layout.pool.max_model_len:,}), {layout.name}" + ("" if layout.fits else f"; {layout.why_not}")
+        )
     measured = last_measured(records, name, rig.backend if rig else None)
     if measured is None or measured.pool_tokens is None:
         return f"KV pool: {predicted} · measured: no boot of it on this rig yet"
@@ -77,10 +79,9 @@ def load_entries(rig: RigInfo | None, tables: OptionTables) -> tuple[list[Profil
             entries.append(ProfileEntry(name, None, tuple(exc.diagnostics), None, {}))
             continue
         table = tables.choose(profile).table
-        diagnostics, spec = check_profile(profile, table, rig, tables.default_command)
-        line = pool_line(spec, name, rig, records) if spec is not None else ""
-        entries.append(ProfileEntry(name, profile, tuple(diagnostics), spec, knobs(profile, table).cells(), table,
-                                    line))
+        checked = check_profile(profile, table, rig, tables.default_command)
+        line = pool_line(checked, rig, records) if checked.launch is not None else ""
+        entries.append(ProfileEntry(name, profile, checked.diagnostics, checked.launch, knobs(profile, table).cells(), table, line))
     return entries, active_profile_name()
 
 
@@ -94,11 +95,16 @@ def diff_text(changes: list[Change], active: str) -> str:
 
 
 class ProfilesScreen(Screen[None]):
-    BINDINGS = [Binding("s", "switch", "Switch",
-                        tooltip="switch to the selected profile (or enter/click on a row; asks first, "
-                                "rolls back on failure)"),
-                Binding("ctrl+r", "reload", "Reload", tooltip="read the profile files again"),
-                Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard")]
+    BINDINGS = [
+        Binding(
+            "s",
+            "switch",
+            "Switch",
+            tooltip="switch to the selected profile (or enter/click on a row; asks first, rolls back on failure)",
+        ),
+        Binding("ctrl+r", "reload", "Reload", tooltip="read the profile files again"),
+        Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
+    ]
 
     def __init__(self, rig: RigInfo | None, tables: OptionTables) -> None:
         super().__init__(id="profiles")

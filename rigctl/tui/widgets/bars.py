@@ -32,6 +32,7 @@ def spark(values: tuple[float, ...], width: int, top: float) -> str:
 # Lines are built as one string plus spans: Text.append() re-measures the text on every call,
 # and these lines are rebuilt every second (benchmarks/bench_tui.py).
 
+
 def meter_line(label: str, fraction: float | None, text: str, width: int, style: Style | str) -> Text:
     bar_width = max(3, width - len(label) - len(text) - 2)
     start = len(label) + 1
@@ -39,8 +40,7 @@ def meter_line(label: str, fraction: float | None, text: str, width: int, style:
     return Text(f"{label} {bar} {text}", style="bold", spans=[Span(start, start + len(bar), style)])
 
 
-def spark_pair(power: tuple[float, ...], limit: float, util: tuple[float, ...], width: int,
-               style: Style | str) -> Text:
+def spark_pair(power: tuple[float, ...], limit: float, util: tuple[float, ...], width: int, style: Style | str) -> Text:
     half = max(0, (width - 1) // 2)
     parts: list[str] = []
     spans: list[Span] = []

@@ -21,8 +21,7 @@ def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str,
     """The panel's text, line by line (pure: tested without a screen)."""
     snap, f = state.snapshot, state.figures
     probe = state.probe
-    profile = serving.active_profile if serving and serving.active_profile else (state.target.label
-                                                                                 if state.target else None)
+    profile = serving.active_profile if serving and serving.active_profile else (state.target.label if state.target else None)
     model = ", ".join(probe.models) if probe and probe.models else (", ".join(snap.model_names) if snap else "n/a")
     max_len = probe.max_model_len if probe and probe.max_model_len else None
     title = f"{model} · {profile or 'no profile'} · max_model_len {fmt.count(max_len)}"
@@ -34,21 +33,29 @@ def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str,
     pool = f" of {fmt.count(snap.kv_pool_tokens)} tok" if snap.kv_pool_tokens is not None else ""
     conc = f" ({snap.kv_max_concurrency:.2f}x)" if snap.kv_max_concurrency else ""
     restarted = "  RESTARTED" if f and f.restarted else ""
-    cache = (f"prefix hit {fmt.frac_pct(f.hit_rate if f else None)} (life "
-             f"{fmt.frac_pct(f.hit_rate_lifetime if f else None)}){restarted}")
-    load = (f"run {fmt.count(snap.running)} wait {fmt.count(snap.waiting)} preempt "
-            f"{fmt.count(f.preemptions if f else None)}  prompt {fmt.number(f.prompt_tps if f else None, 0)} "
-            f"gen {fmt.number(f.generation_tps if f else None, 1)} tok/s")
+    cache = (
+        f"prefix hit {fmt.frac_pct(f.hit_rate if f else None)} (life {fmt.frac_pct(f.hit_rate_lifetime if f else None)}){restarted}"
+    )
+    load = (
+        f"run {fmt.count(snap.running)} wait {fmt.count(snap.waiting)} preempt "
+        f"{fmt.count(f.preemptions if f else None)}  prompt {fmt.number(f.prompt_tps if f else None, 0)} "
+        f"gen {fmt.number(f.generation_tps if f else None, 1)} tok/s"
+    )
     window = f" ({f.latency_seconds:.0f} s)" if f and f.latency_seconds else ""
-    latency = (f"TTFT {quantiles(f, 'ttft')}  TPOT {quantiles(f, 'tpot')}{window}" if f else "TTFT n/a  TPOT n/a")
+    latency = f"TTFT {quantiles(f, 'ttft')}  TPOT {quantiles(f, 'tpot')}{window}" if f else "TTFT n/a  TPOT n/a"
     extra = []
     if f and f.mean_acceptance_length is not None:
         extra.append(f"MTP accept {fmt.frac_pct(f.acceptance_rate)} len {f.mean_acceptance_length:.2f}")
     if f and f.power_w is not None:
-        extra.append(f"{f.power_w:,.0f} W, " + (f"{f.joules_per_token:.2f} J/tok" if f.joules_per_token else
-                                                 "J/tok n/a (idle)"))
-    return {"title": title, "kv": f"{fmt.frac_pct(snap.kv_usage)}{pool}{conc}", "cache": cache, "load": load,
-            "latency": latency, "extra": "   ".join(extra)}
+        extra.append(f"{f.power_w:,.0f} W, " + (f"{f.joules_per_token:.2f} J/tok" if f.joules_per_token else "J/tok n/a (idle)"))
+    return {
+        "title": title,
+        "kv": f"{fmt.frac_pct(snap.kv_usage)}{pool}{conc}",
+        "cache": cache,
+        "load": load,
+        "latency": latency,
+        "extra": "   ".join(extra),
+    }
 
 
 class EnginePanel(LinesWidget):

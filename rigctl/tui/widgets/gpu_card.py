@@ -65,8 +65,10 @@ class GpuCard(LinesWidget):
         self.texts = {
             "vram": fmt.gib_pair(used, gpu.memory_total),
             "power": f"{fmt.watts(sample.power_w)}/{fmt.watts(gpu.power_limit_w)}",
-            "stats": (f"util {fmt.pct(sample.util_gpu)}  {fmt.celsius(sample.temperature_c)}  fan "
-                      f"{fmt.pct(sample.fan_pct)}  P{sample.pstate if sample.pstate is not None else '?'}"),
+            "stats": (
+                f"util {fmt.pct(sample.util_gpu)}  {fmt.celsius(sample.temperature_c)}  fan "
+                f"{fmt.pct(sample.fan_pct)}  P{sample.pstate if sample.pstate is not None else '?'}"
+            ),
             "clocks": f"SM {fmt.mhz(sample.sm_clock)}  PCIe {link.replace('Gen', 'G').replace(' x', 'x')}",
         }
         self.fractions = {"vram": vram_fraction(gpu, sample), "power": power_fraction(gpu, sample)}
@@ -81,6 +83,7 @@ class GpuCard(LinesWidget):
             meter_line("PWR ", pf, self.texts["power"], width, level_style(self.app, level(pf, warn=0.9, hot=0.98))),
             Text(fit(self.texts["stats"], width), style=level_style(self.app, temperature_level(sample.temperature_c))),
             Text(fit(self.texts["clocks"], width)),
-            spark_pair(self._power.snapshot(), self.gpu.power_limit_w or 0.0, self._util.snapshot(), width,
-                       theme_style(self.app, "accent")),
+            spark_pair(
+                self._power.snapshot(), self.gpu.power_limit_w or 0.0, self._util.snapshot(), width, theme_style(self.app, "accent")
+            ),
         ]

@@ -14,8 +14,7 @@ def host_text(snapshot: RigSnapshot) -> str:
         return f"{rig}  host n/a"
     load = "n/a" if host.load_avg is None else f"{host.load_avg[0]:.2f}"
     swap = fmt.gib_pair(host.swap_used, host.swap_total) if host.swap_total else "none"
-    return (f"{rig}  CPU {fmt.pct(host.cpu_pct)} load {load}  RAM {fmt.gib_pair(host.mem_used, host.mem_total)}"
-            f"  swap {swap}")
+    return f"{rig}  CPU {fmt.pct(host.cpu_pct)} load {load}  RAM {fmt.gib_pair(host.mem_used, host.mem_total)}  swap {swap}"
 
 
 class HostBar(TextLine):

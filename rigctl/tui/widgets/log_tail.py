@@ -26,8 +26,9 @@ SCREEN_READ_EVERY = 0.5
 
 
 class LogTail(Vertical):
-    def __init__(self, settings: Settings, *, id: str, read_every: float | None, scrollback: int = 0,
-                 hide_own_polls: bool = False) -> None:
+    def __init__(
+        self, settings: Settings, *, id: str, read_every: float | None, scrollback: int = 0, hide_own_polls: bool = False
+    ) -> None:
         """`scrollback`: lines kept for scrolling (a full log view); 0: a tail of what fits.
         `read_every`: seconds between reads by a thread of its own; None: while it follows,
         `reader` is there for the app's poll loop to read, and show() takes what it read."""

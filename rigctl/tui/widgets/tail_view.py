@@ -40,9 +40,9 @@ class TailView(LinesWidget):
         self.update_lines()
 
     def build_lines(self, width: int) -> list[Text]:
-        shown = list(self._raw)[-max(1, self.content_size.height):]
+        shown = list(self._raw)[-max(1, self.content_size.height) :]
         out = []
         for raw in shown:
-            line = raw if len(raw) <= width or width < 2 else raw[:width - 1] + "…"
+            line = raw if len(raw) <= width or width < 2 else raw[: width - 1] + "…"
             out.append(self._highlighter(Text(line)))
         return out

@@ -8,7 +8,7 @@ from textual.widgets import Static
 from rigctl.gpu.model import P2PCap, RigSnapshot
 from rigctl.gpu.topology import p2p_code
 
-SEVERITY_STYLE = {"info": "dim", "warn": "yellow", "error": "bold red"}
+SEVERITY_STYLE = {"info": "dim", "warning": "yellow", "error": "bold red"}
 
 
 def topology_text(snapshot: RigSnapshot, matrix: bool = True, essentials_only: bool = False) -> Text:
@@ -35,8 +35,9 @@ def topology_text(snapshot: RigSnapshot, matrix: bool = True, essentials_only: b
     for warning in snapshot.warnings:
         if essentials_only and warning.severity == "info":
             continue
-        out.append(f"{'!' if warning.severity != 'info' else 'i'} {warning.message}\n",
-                   style=SEVERITY_STYLE.get(warning.severity, ""))
+        out.append(
+            f"{'!' if warning.severity != 'info' else 'i'} {warning.message}\n", style=SEVERITY_STYLE.get(warning.severity, "")
+        )
     out.rstrip()
     return out
 

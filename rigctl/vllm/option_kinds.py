@@ -63,11 +63,28 @@ def _listed_values(help_text: str) -> tuple[list[str] | None, bool]:
     return None, open_choices
 
 
-def classify_action(*, dest: str, long: list[str], short: list[str], action: str, type_name: str | None,
-                    nargs: Any, choices: list[Any] | None, default: Any, help_text: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"flags": [long[0]] if long else [], "negative": None, "short": short,
-                             "nargs": nargs if nargs in ("+", "?") else None, "choices": None, "known": None,
-                             "open_choices": False, "default": _short_default(default)}
+def classify_action(
+    *,
+    dest: str,
+    long: list[str],
+    short: list[str],
+    action: str,
+    type_name: str | None,
+    nargs: Any,
+    choices: list[Any] | None,
+    default: Any,
+    help_text: str,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "flags": [long[0]] if long else [],
+        "negative": None,
+        "short": short,
+        "nargs": nargs if nargs in ("+", "?") else None,
+        "choices": None,
+        "known": None,
+        "open_choices": False,
+        "default": _short_default(default),
+    }
     # 0.33 subclasses it as EnableDisableAction (--enable-x / --disable-x); 0.32 uses argparse's own
     # BooleanOptionalAction (--enable-x / --no-enable-x). Both: a bool with its negative spelling.
     if action in ("EnableDisableAction", "BooleanOptionalAction"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rigctl.fit.model import DTYPE_BYTES, ModelDims
+from rigctl.vllm.model import DTYPE_BYTES, ModelDims
 
 DEFAULT_BLOCK = 16
 
@@ -58,16 +58,21 @@ class PoolShape:
         return per_attention * math.ceil(max_model_len / self.block_size) + self.state_blocks_per_seq
 
 
-def pool_shape(model: ModelDims, tp: int, kv_cache_dtype: str | None = None, spec_tokens: int = 0,
-               prefix_caching: bool = True, block_size: int | None = None,
-               mamba_ssm_dtype: str | None = None) -> PoolShape:
+def pool_shape(
+    model: ModelDims,
+    tp: int,
+    kv_cache_dtype: str | None = None,
+    spec_tokens: int = 0,
+    prefix_caching: bool = True,
+    block_size: int | None = None,
+    mamba_ssm_dtype: str | None = None,
+) -> PoolShape:
     kv_bytes = kv_dtype_bytes(kv_cache_dtype, model)
     attn_tok = max(1, model.kv_heads // tp) * model.head_dim * 2 * kv_bytes
     if not model.hybrid or model.linear is None:
         block = block_size or DEFAULT_BLOCK
         # one group of every layer; its page is a block of all of them
-        return PoolShape(block, block * attn_tok * model.attention_layers, 1, model.attention_layers, 0, 0, 0,
-                         attn_tok)
+        return PoolShape(block, block * attn_tok * model.attention_layers, 1, model.attention_layers, 0, 0, 0, attn_tok)
     gdn = model.linear
     conv_bytes = model.dtype_bytes if model.dtype_bytes != 4 else 2
     ssm_name = (mamba_ssm_dtype or "auto").lower()
@@ -79,8 +84,16 @@ def pool_shape(model: ModelDims, tp: int, kv_cache_dtype: str | None = None, spe
     low, high = min(attention, model.linear_layers), max(attention, model.linear_layers)
     groups = high if high < 1.5 * low else low
     per_seq = (2 + spec_tokens) if prefix_caching else (1 + spec_tokens)  # "align" mode whenever prefix caching is on
-    return PoolShape(block, block * attn_tok, groups, attention, model.linear_layers, state,
-                     math.ceil(model.linear_layers / groups) * per_seq, attn_tok)
+    return PoolShape(
+        block,
+        block * attn_tok,
+        groups,
+        attention,
+        model.linear_layers,
+        state,
+        math.ceil(model.linear_layers / groups) * per_seq,
+        attn_tok,
+    )
 
 
 @dataclass(frozen=True)
@@ -127,5 +140,4 @@ def pool(shape: PoolShape, available_bytes: int, max_model_len: int) -> Pool:
     blocks = max(0, available_bytes // shape.group_bytes)
     per_request = shape.blocks_per_request(max_model_len)
     concurrency = blocks / per_request
-    return Pool(shape, available_bytes, max_model_len, blocks, per_request, int(concurrency * max_model_len),
-                concurrency)
+    return Pool(shape, available_bytes, max_model_len, blocks, per_request, int(concurrency * max_model_len), concurrency)

@@ -1,7 +1,7 @@
 """The `vllm serve` option tables: which keys a profile's [vllm] table may hold, per vLLM version.
 
 Bundled: the real parsers of vLLM 0.32.0 and 0.33.0, extracted
-(rigctl/profiles/data/vllm_options_<version>.json). `rigctl profile refresh-options` writes
+(rigctl/vllm/data/vllm_options_<version>.json). `rigctl profile refresh-options` writes
 the table of an installed vLLM to the config dir (vllm_options/<version>.json), and for that
 version it wins over a bundled one. A profile is checked and rendered against the table of
 the version its command runs (profiles/vllm_version.py); with no table for that version,
@@ -17,9 +17,11 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rigctl import paths
+
+OptionKind = Literal["bool", "flag", "value", "append"]
 
 # Options vLLM removed: the key, when it went, and what to do instead. Versions are the
 # release the option stopped parsing in (PR where known); all are absent from 0.33.0.
@@ -28,27 +30,53 @@ REMOVED: dict[str, tuple[str, str]] = {
     "enable_reasoning": ("0.10.0", "deprecated in 0.9.0; setting reasoning_parser is enough"),
     "num_scheduler_steps": ("0.10.2", "multi-step scheduling went with V0 (PR #22779). Delete the key"),
     "multi_step_stream_outputs": ("0.10.2", "multi-step scheduling went with V0 (PR #22779). Delete the key"),
-    "guided_decoding_backend": ("0.10.2", "use structured_outputs_config = { backend = \"...\" } (PR #22772)"),
+    "guided_decoding_backend": ("0.10.2", 'use structured_outputs_config = { backend = "..." } (PR #22772)'),
     "max_seq_len_to_capture": ("0.11.0", "CUDA graph sizes are compilation_config.max_cudagraph_capture_size (PR #25543)"),
     "disable_async_output_proc": ("0.11.0", "V0 only (PR #25334). Delete the key"),
     "preemption_mode": ("0.11.0", "V1 always recomputes (PR #25334). Delete the key"),
     "scheduler_delay_factor": ("0.11.0", "V0 only (PR #25334). Delete the key"),
-    "task": ("0.13.0", "use runner = \"generate\"|\"pooling\" and convert = ... (PR #21470)"),
+    "task": ("0.13.0", 'use runner = "generate"|"pooling" and convert = ... (PR #21470)'),
     "use_v2_block_manager": ("0.7.0", "block manager v2 became the only one (PR #8704). Delete the key"),
     "tokenizer_pool_size": ("0.10.0", "V0 tokenizer pool. Delete the key"),
     "rope_scaling": ("0.10.0", "use hf_overrides = { rope_scaling = { ... } }"),
     "rope_theta": ("0.10.0", "use hf_overrides = { rope_theta = ... }"),
-    "worker_use_ray": ("0.7.0", "use distributed_executor_backend = \"ray\""),
+    "worker_use_ray": ("0.7.0", 'use distributed_executor_backend = "ray"'),
     "device": ("0.11.0", "the device is detected; the prefix is now ambiguous (device_ids, device_memory_utilization)"),
 }
 
 # Spec-decode methods vLLM 0.33 rewrites to "mtp" with a deprecation warning.
-MTP_ALIASES = frozenset({
-    "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "qwen4_exp_mtp", "glm4_moe_mtp", "mimo_mtp", "ernie_mtp",
-    "nemotron_h_mtp", "longcat_flash_mtp", "gemma4_mtp",
-})
-SPEC_METHODS = frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
-                          "extract_hidden_states", "dflash", "dspark", "mtp"}) | MTP_ALIASES
+MTP_ALIASES = frozenset(
+    {
+        "deepseek_mtp",
+        "qwen3_next_mtp",
+        "qwen3_5_mtp",
+        "qwen4_exp_mtp",
+        "glm4_moe_mtp",
+        "mimo_mtp",
+        "ernie_mtp",
+        "nemotron_h_mtp",
+        "longcat_flash_mtp",
+        "gemma4_mtp",
+    }
+)
+SPEC_METHODS = (
+    frozenset(
+        {
+            "ngram",
+            "ngram_gpu",
+            "draft_model",
+            "suffix",
+            "custom_class",
+            "eagle",
+            "eagle3",
+            "extract_hidden_states",
+            "dflash",
+            "dspark",
+            "mtp",
+        }
+    )
+    | MTP_ALIASES
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +85,8 @@ class VllmOption:
     flags: tuple[str, ...]
     negative: str | None
     short: tuple[str, ...]
-    kind: str  # bool | flag | value | append
-    type: str  # bool | int | float | str | json | human_int | human_int_or_auto | any
+    kind: OptionKind
+    type: str  # bool | int | float | str | json | human_int | human_int_or_auto | any (as the table names it)
     nargs: str | None
     choices: tuple[str, ...] | None
     known: tuple[str, ...] | None
@@ -104,11 +132,17 @@ class OptionTable:
         self._names: dict[str, tuple[str, bool]] = {}
         for dest, o in data["options"].items():
             option = VllmOption(
-                dest=dest, flags=tuple(o["flags"]), negative=o.get("negative"), short=tuple(o.get("short", ())),
-                kind=o["kind"], type=o["type"], nargs=o.get("nargs"),
+                dest=dest,
+                flags=tuple(o["flags"]),
+                negative=o.get("negative"),
+                short=tuple(o.get("short", ())),
+                kind=o["kind"],
+                type=o["type"],
+                nargs=o.get("nargs"),
                 choices=tuple(o["choices"]) if o.get("choices") else None,
                 known=tuple(o["known"]) if o.get("known") else None,
-                open_choices=bool(o.get("open_choices")), default=o.get("default"),
+                open_choices=bool(o.get("open_choices")),
+                default=o.get("default"),
             )
             self.options[dest] = option
             self._names.setdefault(dest, (dest, False))
@@ -149,7 +183,7 @@ def user_table_path(version: str) -> Path:
 
 
 def _bundled_dir() -> Path:
-    return Path(str(resources.files("rigctl.profiles") / "data"))
+    return Path(str(resources.files("rigctl.vllm") / "data"))
 
 
 def available_tables() -> dict[str, str]:
@@ -186,10 +220,14 @@ class TableChoice:
         if self.exact:
             return None
         if self.served is None:
-            return (f"the vLLM version the command runs is not known yet; checked against vLLM "
-                    f"{self.table.version}'s options ({self.table.origin})")
-        return (f"no option table for vLLM {self.served}; checked against vLLM {self.table.version}'s "
-                f"({self.table.origin}): `rigctl profile refresh-options` builds the right one")
+            return (
+                f"the vLLM version the command runs is not known yet; checked against vLLM "
+                f"{self.table.version}'s options ({self.table.origin})"
+            )
+        return (
+            f"no option table for vLLM {self.served}; checked against vLLM {self.table.version}'s "
+            f"({self.table.origin}): `rigctl profile refresh-options` builds the right one"
+        )
 
 
 def versions_having(key: str) -> list[str]:

@@ -15,11 +15,27 @@ from pathlib import Path
 
 from rigctl.errors import BadInputError
 from rigctl.files import open_regular, read_input
-from rigctl.fit.model import ModelDims
 from rigctl.jsonio import loads_strict
+from rigctl.vllm.model import ModelDims
 
-SAFETENSORS_BYTES = {"F64": 8, "I64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2, "U16": 2,
-                     "F8_E4M3": 1, "F8_E5M2": 1, "I8": 1, "U8": 1, "BOOL": 1, "F4": 0.5, "F8_E8M0": 1}
+SAFETENSORS_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F4": 0.5,
+    "F8_E8M0": 1,
+}
 # Bytes per parameter of the quantised linear layers (scales and zeros included); embeddings and
 # the LM head stay at the model dtype in these checkpoints.
 LINEAR_BYTES = {"int4": 0.50, "w4a8": 0.62, "fp4": 0.56, "fp8": 1.02, "int8": 1.02, "bf16": 2.0}
@@ -60,11 +76,9 @@ def _layer_params(model: ModelDims) -> tuple[float, float]:
     h = model.hidden
     mlp = 3 * h * model.intermediate
     if model.experts:
-        mlp = model.experts * 3 * h * model.expert_intermediate + 3 * h * model.shared_expert_intermediate \
-            + h * model.experts
+        mlp = model.experts * 3 * h * model.expert_intermediate + 3 * h * model.shared_expert_intermediate + h * model.experts
     gate = 2 if model.hybrid else 1  # Qwen3.5-style attention gates its output: q_proj is twice as wide
-    attention = h * model.heads * model.head_dim * gate + 2 * h * model.kv_heads * model.head_dim \
-        + model.heads * model.head_dim * h
+    attention = h * model.heads * model.head_dim * gate + 2 * h * model.kv_heads * model.head_dim + model.heads * model.head_dim * h
     linear = 0.0
     if model.linear:
         g = model.linear
