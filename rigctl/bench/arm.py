@@ -26,7 +26,7 @@ from rigctl.bench.verdict import ArmOutcome
 from rigctl.bench.workload import arrivals, prompts_for, request_count
 from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.coldcache import ColdCheck, cold_check, verification_baseline
-from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.sampler import RigSampler
@@ -34,6 +34,7 @@ from rigctl.redact import redact_text
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.logfollow import FileFollower
 from rigctl.serve.statefiles import ServerRecord
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 
 SAMPLE_PERIOD = 0.5  # s between looks at the engine and the GPUs during the measured window
 

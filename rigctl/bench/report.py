@@ -21,10 +21,11 @@ from rigctl.bench.rawdir import RawDir, kept_runs
 from rigctl.bench.run import BenchResult, judge, run_status
 from rigctl.bench.summary import Sample, arm_figures
 from rigctl.engine.coldcache import cold_check, verification_baseline
-from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse
 from rigctl.errors import BadInputError
 from rigctl.profiles.summary import Change
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 
 
 def value_text(metric: Metric, value: float | None) -> str:

@@ -11,13 +11,13 @@ from pathlib import Path
 from rigctl import fmt
 from rigctl.cli import common
 from rigctl.config import load_settings
-from rigctl.engine.bootlog import read_bootlog
 from rigctl.errors import BadInputError
 from rigctl.files import bounded_lines, open_input
 from rigctl.redact import redact_text
 from rigctl.serve import boots
 from rigctl.serve.launchers import launcher_for
 from rigctl.serve.serving import find_running
+from rigctl.vllm.bootlog import read_bootlog
 
 
 def register(sub: common.Subparsers) -> None:
@@ -104,8 +104,8 @@ def run_bootlog(args: argparse.Namespace) -> int:
         with open_input(args.file, "boot log (give - to read a pipe)") as handle:
             report = read_bootlog(bounded_lines(handle))
     if report.failure is not None and report.failure.cause == "max_model_len":
-        from rigctl.engine.bootfailure import capped
         from rigctl.fit.check import model_max_len
+        from rigctl.vllm.bootfailure import capped
 
         report.failure = capped(report.failure, model_max_len(report.model))
     if args.json:

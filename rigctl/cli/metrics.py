@@ -17,13 +17,14 @@ from rigctl.engine import report
 from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.derive import IntervalFigures, interval
 from rigctl.engine.http_get import MAX_BODY
-from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import ExpositionError, parse, sample_lines
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.files import read_input
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import GpuSample
 from rigctl.gpu.sampler import RigSampler
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 
 
 def register(sub: common.Subparsers) -> None:

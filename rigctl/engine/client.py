@@ -17,8 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rigctl.engine.http_get import HttpGet, ProtocolError
-from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, snapshot
+from rigctl.engine.metrics import EngineSnapshot, snapshot
 from rigctl.engine.prom import parse
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 
 
 @dataclass(frozen=True)

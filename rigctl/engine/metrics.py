@@ -13,8 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from rigctl.engine.prom import Exposition, Labels
-
-P = "vllm:"
+from rigctl.vllm.metric_names import COUNTERS, HISTOGRAMS, SNAPSHOT_NAMES, P
 
 
 @dataclass(frozen=True)
@@ -66,52 +65,6 @@ class EngineSnapshot:
     @property
     def is_vllm(self) -> bool:
         return self.vllm
-
-
-COUNTERS = {
-    "prefix_queries": ("prefix_cache_queries_total", "gpu_prefix_cache_queries_total"),
-    "prefix_hits": ("prefix_cache_hits_total", "gpu_prefix_cache_hits_total"),
-    # a KV connector's cache (LMCache, ...) can outlive a restart: hits there are a warm cache too
-    "external_prefix_queries": ("external_prefix_cache_queries_total",),
-    "external_prefix_hits": ("external_prefix_cache_hits_total",),
-    "prompt_tokens": ("prompt_tokens_total",),
-    "generation_tokens": ("generation_tokens_total",),
-    "preemptions": ("num_preemptions_total",),
-    "spec_drafts": ("spec_decode_num_drafts_total",),
-    "spec_draft_tokens": ("spec_decode_num_draft_tokens_total",),
-    "spec_accepted_tokens": ("spec_decode_num_accepted_tokens_total",),
-    "prompt_cached": ("prompt_tokens_cached_total",),
-}
-HISTOGRAMS = {
-    "ttft": ("time_to_first_token_seconds",),
-    "itl": ("inter_token_latency_seconds", "time_per_output_token_seconds"),  # same semantics, renamed in 0.11
-    "tpot": ("request_time_per_output_token_seconds",),
-    "e2e": ("e2e_request_latency_seconds",),
-    "queue": ("request_queue_time_seconds",),
-    "prefill": ("request_prefill_time_seconds",),
-}
-
-# Every family snapshot() reads: the dashboard's scrape parses these and skips the rest.
-READ_FAMILIES = (
-    "num_requests_running",
-    "num_requests_waiting",
-    "kv_cache_usage_perc",
-    "gpu_cache_usage_perc",
-    "cache_config_info",
-    "num_requests_waiting_by_reason",
-    "prompt_tokens_by_source_total",
-    "request_success_total",
-    "spec_decode_num_accepted_tokens_per_pos_total",
-    "gpu_prefix_cache_hit_rate",
-    "avg_prompt_throughput_toks_per_s",
-    "avg_generation_throughput_toks_per_s",
-)
-SNAPSHOT_NAMES = frozenset(
-    [P + n for n in READ_FAMILIES]
-    + [P + n for names in COUNTERS.values() for n in names]
-    + [f"{P}{n}{part}" for names in HISTOGRAMS.values() for n in names for part in ("_bucket", "_sum", "_count")]
-    + ["process_start_time_seconds"]
-)
 
 
 def _dict(labels: Labels) -> dict[str, str]:

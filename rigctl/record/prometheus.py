@@ -16,12 +16,13 @@ from bisect import bisect_right
 from collections import defaultdict
 from typing import Any
 
-from rigctl.engine.metrics import COUNTERS, HISTOGRAMS, P, snapshot
+from rigctl.engine.metrics import snapshot
 from rigctl.engine.prom import Exposition, Labels
 from rigctl.errors import RigctlError
 from rigctl.jsonio import loads_strict
 from rigctl.record.rows import Row, interval
 from rigctl.serve.boots import read_history
+from rigctl.vllm.metric_names import COUNTERS, HISTOGRAMS, P
 
 MAX_POINTS = 10_000  # Prometheus refuses a range query of more than 11,000 points a series
 ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ since boot, per GPU (dcgm-exporter)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from rigctl.bench.live import LiveBench, read_live
 from rigctl.engine.client import EngineClient, EngineHTTPError
-from rigctl.engine.metrics import SNAPSHOT_NAMES, EngineSnapshot, P
+from rigctl.engine.metrics import EngineSnapshot
 from rigctl.engine.prom import ExpositionError
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import RigSnapshot
@@ -27,6 +27,7 @@ from rigctl.jsonio import DamagedFile
 from rigctl.record.rows import BENCH_TAG, Row, interval
 from rigctl.record.store import RecordTrouble, RecordWriter
 from rigctl.serve.statefiles import ServerRecord, read_record
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES, P
 
 COMPACT_EVERY_S = 3600
 PENDING_ROWS = 8640  # rows kept in memory while the record cannot be written: a day at 10 s, ~10 MB

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from rigctl.engine.bootlog import BootLogReader, BootReport, Failure
 from rigctl.engine.client import EngineClient
 from rigctl.redact import redact_text
 from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord
 from rigctl.serve.verify import Verification
+from rigctl.vllm.bootlog import BootLogReader, BootReport, Failure
 
 ERROR_GRACE = 10.0  # seconds a process may keep running after logging a fatal error
 

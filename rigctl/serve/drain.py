@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigctl.engine.client import EngineClient, EngineHTTPError
-from rigctl.engine.metrics import P
 from rigctl.engine.prom import ExpositionError
+from rigctl.vllm.metric_names import P
 
 DRAIN_NAMES = frozenset({P + "num_requests_running", P + "num_requests_waiting", P + "request_success_total"})
 POLL_S = 0.5

@@ -19,8 +19,6 @@ from pathlib import Path
 
 from rigctl import paths
 from rigctl.config import Settings
-from rigctl.engine.bootfailure import capped
-from rigctl.engine.bootlog import BootReport, Failure
 from rigctl.engine.client import EngineClient
 from rigctl.fit.check import CheckedProfile, check_profile, model_max_len
 from rigctl.gpu.model import RigInfo
@@ -35,6 +33,8 @@ from rigctl.serve.bootwatch import BootResult, Event, EventKind, not_started, wa
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
 from rigctl.serve.verify import VerifySpec, not_verified, run_verify, spec_for
+from rigctl.vllm.bootfailure import capped
+from rigctl.vllm.bootlog import BootReport, Failure
 from rigctl.vllm.options import OptionTable
 
 ROLLBACK_MARGIN = 1.5  # a rollback may take this many times its last recorded boot

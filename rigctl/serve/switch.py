@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from rigctl.engine.bootlog import Failure
 from rigctl.engine.client import EngineClient
 from rigctl.errors import ExitCode, StopFailed
 from rigctl.jsonio import DamagedFile
@@ -37,6 +36,7 @@ from rigctl.serve.steps import (
     stop_server,
 )
 from rigctl.serve.verify import apps_lose, tool_flags_missing
+from rigctl.vllm.bootlog import Failure
 
 SwitchStatus = Literal["switched", "rolled_back", "rollback_failed", "failed", "refused", "stopped", "interrupted"]
 

@@ -6,7 +6,9 @@
   shipped profiles' models;
 - weights: weight bytes from the safetensors headers, or estimated from the dimensions;
 - kvpool: vLLM's bytes-to-blocks step (exact);
-- memory: the budget one worker leaves for KV (predicted), vLLM's memory defaults, the MTP head.
+- memory: the budget one worker leaves for KV (predicted), vLLM's memory defaults, the MTP head;
+- metric_names: the /metrics names, current first, then every older one;
+- bootlog, bootfailure: the boot log's formats, and the lines vLLM says a failure with.
 
 `fit` predicts with these and the simulator boots with them, so the two cannot disagree; the
 simulator may perturb the result on purpose, never compute it another way. This package knows

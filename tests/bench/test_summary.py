@@ -12,8 +12,9 @@ from rigctl.bench.plan_file import parse_plan
 from rigctl.bench.summary import GpuReading, Sample, arm_figures, heat, percentile, request_figures
 from rigctl.bench.workload import CHARS_PER_TOKEN, Prompts, arrivals
 from rigctl.engine.coldcache import cold_check
-from rigctl.engine.metrics import SNAPSHOT_NAMES, snapshot
+from rigctl.engine.metrics import snapshot
 from rigctl.engine.prom import parse
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "vllm-cpu"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rigctl.cli import main
-from rigctl.engine.bootlog import BootLogReader, BootReport, classify_line, read_bootlog
+from rigctl.vllm.bootlog import BootLogReader, BootReport, classify_line, read_bootlog
 from tests.support import present
 
 SAMPLES = Path(__file__).parent.parent / "fixtures" / "vllm"

@@ -284,9 +284,9 @@ def test_five_megabytes_parse_in_bounded_memory() -> None:
 
 
 def test_the_dashboard_scrape_reads_only_what_snapshot_needs_and_misses_nothing() -> None:
-    from rigctl.engine.metrics import SNAPSHOT_NAMES
     from rigctl.sim.exposition import render
     from rigctl.sim.stats import Stats
+    from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 
     stats = Stats(engines=2, max_model_len=131072, spec=True)
     for i in range(50):

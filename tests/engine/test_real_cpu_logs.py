@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.engine.bootlog import BootLogReader, BootReport, read_bootlog
 from rigctl.engine.derive import Estimate, interval
 from rigctl.engine.metrics import snapshot
 from rigctl.engine.prom import parse
 from rigctl.engine.report import text
+from rigctl.vllm.bootlog import BootLogReader, BootReport, read_bootlog
 from tests.support import present
 
 CPU = Path(__file__).parent.parent / "fixtures" / "vllm-cpu"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rigctl.engine.bootlog import read_bootlog
+from rigctl.vllm.bootlog import read_bootlog
 from tests.faults.rig import Rig
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.engine.bootlog import read_bootlog
+from rigctl.vllm.bootlog import read_bootlog
 from rigctl.vllm.kvpool import logged_range, pool, pool_shape
 from rigctl.vllm.model import load_dims
 from tests.fit.configs import config

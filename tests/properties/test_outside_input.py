@@ -21,9 +21,8 @@ from hypothesis import strategies as st
 
 from rigctl import jsonio
 from rigctl.engine import report
-from rigctl.engine.bootlog import read_bootlog
 from rigctl.engine.derive import interval
-from rigctl.engine.metrics import SNAPSHOT_NAMES, snapshot
+from rigctl.engine.metrics import snapshot
 from rigctl.engine.prom import parse
 from rigctl.errors import RigctlError
 from rigctl.fit.advise import layouts, recommend
@@ -32,6 +31,8 @@ from rigctl.fit.inputs import LaunchOptions
 from rigctl.record.prometheus import range_result, rows_of
 from rigctl.serve.boots import BootRecord
 from rigctl.serve.statefiles import ActiveState, ServerRecord
+from rigctl.vllm.bootlog import read_bootlog
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 from rigctl.vllm.model import dims_from_config, load_dims
 from rigctl.vllm.weights import estimate, quant_family
 from tests.fit.configs import config

@@ -1,4 +1,5 @@
-"""The simulator's KV pools against what owners measured on real rigs (within 25%).
+"""The simulator's KV pools against what owners measured on real rigs (within 10%: it sizes memory
+with rigctl/vllm's model, the one `rigctl fit` predicts with; the six land within -6.7% .. +3.6%).
 
 Each row is a published deployment (27B hybrid, 16 of 64 layers full attention); the
 config is what the matching shipped profile renders.
@@ -80,11 +81,11 @@ ROWS = [
 
 
 @pytest.mark.parametrize("label,rig,cfg,measured", ROWS, ids=[r[0] for r in ROWS])
-def test_kv_pool_within_25_percent_of_the_measured_one(label: str, rig: str, cfg: EngineConfig, measured: int) -> None:
+def test_kv_pool_within_10_percent_of_the_measured_one(label: str, rig: str, cfg: EngineConfig, measured: int) -> None:
     gpu = load_rig(rig).gpus[0]
     result = plan(lookup(cfg.model), cfg, gpu.memory_total, gpu.memory_total - 333 * 2**20)
     assert result.failure is None
-    assert abs(result.kv_tokens - measured) / measured <= 0.25, (label, result.kv_tokens, measured)
+    assert abs(result.kv_tokens - measured) / measured <= 0.10, (label, result.kv_tokens, measured)
 
 
 def test_split_beats_replicated_for_a_model_that_takes_half_a_card() -> None:

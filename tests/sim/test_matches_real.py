@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rigctl.engine.bootlog import read_bootlog
 from rigctl.engine.prom import parse
+from rigctl.vllm.bootlog import read_bootlog
 from tests.support.serving import free_port
 
 CPU = Path(__file__).parent.parent / "fixtures" / "vllm-cpu"

@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from rigctl.engine.bootlog import read_bootlog
 from rigctl.gpu.sampler import RigSampler
 from rigctl.sim.claims import default_claims_dir
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
+from rigctl.vllm.bootlog import read_bootlog
 from tests.support import present
 from tests.support.serving import free_port
 from tests.support.sim_server import AWQ_TP2, launch, serve_sim, wait_ready

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.engine.bootlog import read_bootlog
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_args import render
+from rigctl.vllm.bootlog import read_bootlog
 from rigctl.vllm.options import load_option_table
 from tests.support.serving import free_port
 from tests.support.sim_server import launch, wait_ready

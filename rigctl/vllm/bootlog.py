@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rigctl.engine.bootfailure import Failure, classify_line, most_specific
 from rigctl.redact import redact_text
+from rigctl.vllm.bootfailure import Failure, classify_line, most_specific
 
 __all__ = ["BootLogReader", "BootReport", "Failure", "Phase", "classify_line", "read_bootlog"]
 
