@@ -16,6 +16,8 @@ class ExitCode(enum.IntEnum):
     ROLLBACK_FAILED = 4
     REJECTED = 5  # rigctl bench: the candidate did not pass its gate
     INCONCLUSIVE = 6  # rigctl bench: the controls disagree, or the run cannot decide
+    DOWN = 7  # rigctl status --check: nothing serves (gone, not answering, switching, never started)
+    DEGRADED = 8  # rigctl status --check: it serves, but an alert fires (stalled, KV full, hit rate fell)
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(9), *range(11, 32), 127]}

@@ -25,7 +25,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="See the rig, serve vLLM by profile, watch the engine.",
         epilog=(
             "Exit codes: 0 ok, 1 failure, 2 bad usage or input; switch: 3 failed and rolled back, "
-            "4 failed and nothing serves; bench: 5 reject, 6 inconclusive. Run without a subcommand for the TUI."
+            "4 failed and nothing serves; bench: 5 reject, 6 inconclusive; status --check: 7 down, 8 degraded. "
+            "Run without a subcommand for the TUI."
         ),
     )
     parser.add_argument("--version", action="version", version=f"rigctl {__version__}")
@@ -44,10 +45,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
+    wants_json = "--json" in argv
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help exits 0, usage errors exit 2
-        return int(exc.code or 0)
+    except SystemExit as exc:  # argparse: --help exits 0, usage errors exit 2 (having said why on stderr)
+        code = int(exc.code or 0)
+        if wants_json and code:
+            _json_error("bad usage: see the message on stderr and `rigctl COMMAND --help`", code)
+        return code
     handler = getattr(args, "handler", None)
     if handler is None:  # no subcommand: the TUI
         from rigctl.cli.tui import run_tui
@@ -57,10 +62,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except RigctlError as exc:
         print(f"rigctl: {printable(str(exc))}", file=sys.stderr)
+        if getattr(args, "json", False):
+            _json_error(printable(str(exc)), int(exc.exit_code))
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("rigctl: interrupted", file=sys.stderr)
+        if getattr(args, "json", False):
+            _json_error("interrupted", int(ExitCode.FAILURE))
         return int(ExitCode.FAILURE)
     except BrokenPipeError:  # `rigctl gpus --watch | head`
         sys.stderr.close()
         return int(ExitCode.OK)
+
+
+def _json_error(message: str, code: int) -> None:
+    """A --json command's every outcome is one JSON object on stdout: a refusal or a usage error too."""
+    try:
+        common.print_json({"error": message, "exit_code": code})
+    except BrokenPipeError:
+        pass

@@ -10,7 +10,7 @@ from rigctl.bench.live import read_live
 from rigctl.cli import common
 from rigctl.cli.rig_text import status_text
 from rigctl.config import load_settings
-from rigctl.errors import NoDriverError, RigctlError
+from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.gpu.report import snapshot_json
 from rigctl.serve.serving import observe
 
@@ -23,11 +23,25 @@ if TYPE_CHECKING:
 def register(sub: common.Subparsers) -> None:
     parser = common.add_command(sub, "status")
     common.add_json_flag(parser)
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="one line and an exit code for scripts: 0 healthy, 7 down, 8 degraded (an alert fires)",
+    )
+    parser.add_argument(
+        "--window",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="--check: seconds between the two /metrics scrapes that tell whether it serves (default 3)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings()
+    if args.check:
+        return run_check(args, settings)
     try:
         sampler = common.open_sampler(args)
     except NoDriverError as exc:
@@ -66,6 +80,38 @@ def run(args: argparse.Namespace) -> int:
             print(f"  warning: {fell.describe()}")
         print(status_text(snapshot) if snapshot else f"rig: {rig_error}")
     return 0
+
+
+def run_check(args: argparse.Namespace, settings: Settings) -> int:
+    """`status --check`: the verdict of serve/health.py, one line (or one JSON object), its exit code."""
+    import time
+
+    from rigctl.engine.client import EngineClient, EngineHTTPError
+    from rigctl.engine.prom import ExpositionError
+    from rigctl.serve.health import check_health
+    from rigctl.serve.launchers import launcher_for
+
+    if not 0 < args.window <= 600:
+        raise BadInputError("--window must be in (0, 600] seconds")
+    serving = observe(settings, thorough=True)
+    before = after = None
+    record = serving.record
+    if serving.active_profile and record is not None:
+        key = launcher_for(record, settings).api_key(record)
+        try:
+            with EngineClient(record.base_url, key, timeout=5.0) as client:
+                before = client.metrics(time.time())
+                time.sleep(args.window)
+                after = client.metrics(time.time())
+        except (EngineHTTPError, ExpositionError):
+            before = after = None
+    fell = hit_rate_fall(record, settings) if serving.active_profile and record else None
+    result = check_health(serving, before, after, fell.describe() if fell else None)
+    if args.json:
+        common.print_json(result.to_json())
+    else:
+        print(result.line())
+    return int(result.exit_code)
 
 
 def prefix_cache(record: ServerRecord) -> dict[str, Any] | None:

@@ -126,11 +126,15 @@ class ServingStatus:
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        state = self.state.to_json() if self.state else None
+        if state is not None and state.get("status") == "serving" and self.active_profile is None:
+            # the state file says what rigctl last did; what is true is that nothing serves
+            state = {**state, "status": "down", "recorded_status": "serving"}
         return {
             "active_profile": self.active_profile,
             "summary": self.summary,
             "notes": list(self.notes),
-            "state": self.state.to_json() if self.state else None,
+            "state": state,
             "server": None
             if self.record is None
             else {

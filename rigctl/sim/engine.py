@@ -156,6 +156,10 @@ class EngineReplica:
                 self._emit(request, tokens, now)
         self._preempt_if_full()
         self.busy = 1.0 if self.running else 0.0
+        self.report()
+
+    def report(self) -> None:
+        """The gauges /metrics shows (a stalled engine still reports its queue)."""
         self.stats.gauge("num_requests_running", len(self.running), self.index)
         self.stats.gauge("num_requests_waiting", len(self.waiting), self.index)
         self.stats.gauge("kv_cache_usage_perc", self.usage(), self.index)
@@ -230,8 +234,13 @@ class EngineReplica:
 class EngineSim:
     """All DP replicas behind one API server, stepped by one background thread."""
 
-    def __init__(self, replicas: list[EngineReplica], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, replicas: list[EngineReplica], clock: Callable[[], float] = time.monotonic, stall_after: float | None = None
+    ) -> None:
         self.replicas = replicas
+        # RIGCTL_SIM_STALL_AFTER: after this many seconds it takes requests and schedules none,
+        # /health still 200 (the homelab failure: hours "healthy" with a queue and nothing admitted)
+        self.stall_after = stall_after
         self.stats = replicas[0].stats  # one Stats for every replica, keyed by engine index
         self.clock = clock
         self.lock = threading.Lock()
@@ -273,9 +282,15 @@ class EngineSim:
         return max((r.busy for r in self.replicas), default=0.0)
 
     def _run(self) -> None:
-        last = self.clock()
+        began = last = self.clock()
         while not self._stop.wait(STEP):
             now = self.clock()
+            if self.stall_after is not None and now - began >= self.stall_after:
+                last = now
+                with self.lock:  # stalled: nothing admitted, nothing decoded, requests pile up
+                    for replica in self.replicas:
+                        replica.report()
+                continue
             with self.lock:
                 for replica in self.replicas:
                     replica.step(now, now - last)

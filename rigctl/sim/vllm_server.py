@@ -127,7 +127,8 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         )
         for d in range(cfg.dp)
     ]
-    return EngineSim(replicas)
+    stall = os.environ.get("RIGCTL_SIM_STALL_AFTER", "").strip()
+    return EngineSim(replicas, stall_after=float(stall) if stall else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
