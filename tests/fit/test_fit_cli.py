@@ -40,6 +40,20 @@ def fit(*args: str, sim: str | None = "2x4090-pcie") -> subprocess.CompletedProc
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
+def write_boot(
+    home: Path, profile: str, argv: list[str], kv_tokens: int, available_kv_gib: float, max_concurrency: float = 9.0
+) -> None:
+    """One boot record of `profile` on the simulated 2x4090 in the real history file, as a switch
+    writes it."""
+    record = {"profile": profile, "profile_hash": "x", "when": 1_790_000_000.0, "argv": argv, "vllm_version": "0.33.0",
+              "rig": "sim:2x4090-pcie", "kv_tokens": kv_tokens, "max_concurrency": max_concurrency,
+              "max_model_len": 32768, "available_kv_gib": available_kv_gib, "model_load_gib": 8.1,
+              "model_load_seconds": 40.0, "graph_capture_seconds": 10.0, "boot_seconds": 120.0}  # fmt: skip
+    state = home / "home" / "state" / "rigctl"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "history.jsonl").write_text(json.dumps(record) + "\n")
+
+
 def test_a_profile_on_two_4090s_is_advised_to_split_with_every_layout_predicted(hub: Path) -> None:
     done = fit("qwen36-27b-4090-tp2-mtp", "--json")
     assert done.returncode == 0, done.stderr
@@ -170,25 +184,7 @@ def test_boot_records_calibrate_the_budget_and_show_the_measurement(hub: Path, t
         "--kv-cache-dtype",
         "fp8",
     ]
-    record = {
-        "profile": "qwen36-27b-4090-tp2-mtp",
-        "profile_hash": "x",
-        "when": 1_790_000_000.0,
-        "argv": argv,
-        "vllm_version": "0.33.0",
-        "rig": "sim:2x4090-pcie",
-        "kv_tokens": 350_518,
-        "max_concurrency": 10.7,
-        "max_model_len": 32768,
-        "available_kv_gib": 9.99,
-        "model_load_gib": 8.1,
-        "model_load_seconds": 40.0,
-        "graph_capture_seconds": 10.0,
-        "boot_seconds": 120.0,
-    }
-    state = tmp_path / "home" / "state" / "rigctl"
-    state.mkdir(parents=True, exist_ok=True)
-    (state / "history.jsonl").write_text(json.dumps(record) + "\n")
+    write_boot(tmp_path, "qwen36-27b-4090-tp2-mtp", argv, 350_518, 9.99, max_concurrency=10.7)
     after = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--json").stdout)
     predicted = before["layouts"][2]["available_kv_gib"]
     assert after["correction"]["boots"] == 1
@@ -267,40 +263,8 @@ def test_without_a_gpu_the_layout_asked_is_sized_and_nothing_is_called_unfit() -
 def test_boots_of_a_model_not_on_disk_calibrate_from_rigctls_copy_of_its_config(tmp_path: Path) -> None:
     """The one rule for which config.json: a boot of a shipped profile's model that was never
     downloaded here is still predicted (from rigctl's copy) and so still corrects the budget."""
-    argv = [
-        "vllm",
-        "serve",
-        AWQ,
-        "--tensor-parallel-size",
-        "2",
-        "--quantization",
-        "awq_marlin",
-        "--max-model-len",
-        "32768",
-        "--max-num-seqs",
-        "8",
-        "--kv-cache-dtype",
-        "fp8",
-    ]
-    record = {
-        "profile": "p",
-        "profile_hash": "x",
-        "when": 1_790_000_000.0,
-        "argv": argv,
-        "vllm_version": "0.33.0",
-        "rig": "sim:2x4090-pcie",
-        "kv_tokens": 300_000,
-        "max_concurrency": 9.0,
-        "max_model_len": 32768,
-        "available_kv_gib": 9.5,
-        "model_load_gib": 8.1,
-        "model_load_seconds": 40.0,
-        "graph_capture_seconds": 10.0,
-        "boot_seconds": 120.0,
-    }
-    state = tmp_path / "home" / "state" / "rigctl"
-    state.mkdir(parents=True, exist_ok=True)
-    (state / "history.jsonl").write_text(json.dumps(record) + "\n")
+    argv = ["vllm", "serve", AWQ, "--tensor-parallel-size", "2", "--quantization", "awq_marlin"]
+    write_boot(tmp_path, "p", [*argv, "--max-model-len", "32768", "--kv-cache-dtype", "fp8"], 300_000, 9.5)
     out = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--json").stdout)
     assert out["correction"]["boots"] == 1 and out["correction"]["gib"] != 0
 

@@ -6,30 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.support.serving import add_profile
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> Iterator[dict[str, str]]:
-    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
-    monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")
-    environment = dict(os.environ)
-    yield environment
-    subprocess.run([sys.executable, "-m", "rigctl", "stop"], env=environment, capture_output=True, timeout=60)
-
-
-def rigctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rigctl", *args], env=env, capture_output=True, text=True, timeout=120)
+from tests.support.serving import add_profile, rigctl
 
 
 def check(env: dict[str, str]) -> tuple[int, dict[str, object], str]:

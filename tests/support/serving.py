@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -71,3 +73,8 @@ class LongRequest(threading.Thread):
         except httpx.HTTPError as exc:
             self.error = str(exc) or type(exc).__name__
         self.started.set()
+
+
+def rigctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """rigctl as a separate process, as an owner over SSH or a cron job runs it."""
+    return subprocess.run([sys.executable, "-m", "rigctl", *args], env=env, capture_output=True, text=True, timeout=120)
