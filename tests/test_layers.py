@@ -12,6 +12,7 @@ SIM_MAY_IMPORT = {
     "rigctl.vllm.memory",
     "rigctl.vllm.model",
     "rigctl.vllm.weights",  # vLLM's memory, the one fit predicts with
+    "rigctl.vllm.metric_names",  # vLLM's metric names and histogram buckets
     "rigctl.paths",
     "rigctl.errors",
     "rigctl.atomic",

@@ -9,56 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-# vLLM 0.33 default buckets (vllm/v1/metrics: TTFT 1 ms..2560 s, ITL/TPOT 10 ms..80 s,
-# request phases 0.3 s..7680 s).
-TTFT_BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-)
-TOKEN_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
-PHASE_BUCKETS = (
-    0.3,
-    0.5,
-    0.8,
-    1.0,
-    1.5,
-    2.0,
-    2.5,
-    5.0,
-    10.0,
-    15.0,
-    20.0,
-    30.0,
-    40.0,
-    50.0,
-    60.0,
-    120.0,
-    240.0,
-    480.0,
-    960.0,
-    1920.0,
-    7680.0,
-)
+from rigctl.vllm.metric_names import PHASE_BUCKETS, TOKEN_LATENCY_BUCKETS, TTFT_BUCKETS
 
 HISTOGRAMS = {
     "time_to_first_token_seconds": ("Histogram of time to first token in seconds.", TTFT_BUCKETS),

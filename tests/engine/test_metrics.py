@@ -19,34 +19,11 @@ from rigctl.cli import main
 from rigctl.engine.derive import Estimate, histogram_quantile, interval, quantile_estimate
 from rigctl.engine.metrics import snapshot
 from rigctl.engine.prom import ExpositionError, parse
+from rigctl.vllm.metric_names import TOKEN_LATENCY_BUCKETS, TTFT_BUCKETS
 from tests.support import present
 
 SAMPLES = Path(__file__).parent.parent / "fixtures" / "vllm"
-TTFT = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-)
-TPOT = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+TTFT, TPOT = TTFT_BUCKETS, TOKEN_LATENCY_BUCKETS  # vLLM 0.33's own edges (rigctl/vllm/metric_names.py)
 LABELS = ["model_name", "engine"]
 
 
