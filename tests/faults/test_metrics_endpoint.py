@@ -4,6 +4,8 @@ empty answer with every figure n/a."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.faults.rig import Rig
@@ -31,9 +33,10 @@ def test_a_trickling_server_cannot_hold_metrics_past_its_deadline(rig: Rig) -> N
 def test_an_endpoint_that_is_not_vllm_is_an_error_that_says_why(rig: Rig, behaviour: str, said: str) -> None:
     with bad_server(behaviour) as server:
         done = rig.rigctl("metrics", "--url", server.url, "--json")
-    assert done.returncode == 1 and done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
-    assert said in line and server.url in line
+    assert done.returncode == 1 and said in line and server.url in line
+    # --json: the same one line as the only object on stdout, with the exit code
+    assert json.loads(done.stdout) == {"error": line.removeprefix("rigctl: "), "exit_code": 1}
 
 
 def test_a_refused_connection_says_nothing_listens(rig: Rig) -> None:
