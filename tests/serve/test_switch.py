@@ -173,7 +173,11 @@ def test_second_switch_is_refused_while_one_runs_then_may_wait(ctx: ServeContext
     results: dict[str, transaction.SwitchOutcome] = {}
     first = threading.Thread(target=lambda: results.setdefault("a", transaction.switch(ctx, "slow")))
     first.start()
-    time.sleep(0.4)
+    # the first switch holds the lock once it says it is switching (active.json, written under the lock)
+    deadline = time.monotonic() + 60
+    while not ((state := read_state()) and state.status == "switching" and state.target == "slow"):
+        assert time.monotonic() < deadline and first.is_alive(), "the first switch never took the lock"
+        time.sleep(0.02)
     with pytest.raises(RigBusyError, match=r"the rig is busy: pid \d+ \(switch to slow"):
         transaction.switch(ctx, "alt", lock_wait=0)
     waited = transaction.switch(ctx, "alt", lock_wait=30)
