@@ -65,6 +65,10 @@ class EnginePoller:
         self._previous_gpus: tuple[GpuSample, ...] = ()
         self._last: EngineState = EngineState(None, None, None, None)
         self._tick = 0
+        # which GPUs serve, asked again only when who holds which GPU changes: the rule walks the
+        # server's process family (a scan of /proc), too dear once a second beside vLLM
+        self._serving_key: tuple[int | None, frozenset[tuple[int, int]]] | None = None
+        self._serving: frozenset[int] | None = None
 
     def _client_for(self, target: Endpoint) -> EngineClient:
         if self._client is None or self._target is None or (self._target.url, self._target.api_key) != (target.url, target.api_key):
@@ -75,6 +79,12 @@ class EnginePoller:
             self._window.clear()
         self._target = target
         return self._client
+
+    def _serving_of(self, gpus: tuple[GpuSample, ...], pid: int | None) -> frozenset[int] | None:
+        key = (pid, frozenset((s.index, p.pid) for s in gpus for p in s.processes or ()))
+        if key != self._serving_key:
+            self._serving_key, self._serving = key, frozenset(serving_gpus(gpus, pid)) or None
+        return self._serving
 
     def unavailable(self, error: str) -> EngineState:
         """No endpoint to poll (nothing serves, or its record is damaged): say so, keep the last figures."""
@@ -103,7 +113,7 @@ class EnginePoller:
             return self._last
         figures = None
         if self._previous is not None:
-            serving = frozenset(serving_gpus(gpus, target.pid)) or None
+            serving = self._serving_of(gpus, target.pid)
             figures = interval(self._previous, current, None, self._previous_gpus, gpus, serving)
             if figures.restarted:
                 self._window.clear()
