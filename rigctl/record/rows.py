@@ -5,11 +5,14 @@ that went down (or a new boot) means vLLM restarted, and the row counts from zer
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rigctl.engine.metrics import EngineSnapshot, Histogram
+
+DOWNSAMPLED_S = 300
 
 COUNTED = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
 FINISHED = ("stop", "length", "abort", "error")
@@ -185,3 +188,39 @@ def quantile(timing: Timing, q: float) -> float | None:
             return float(lo + (hi - lo) * (rank - seen) / n)
         seen += n
     return _upper(timing.buckets[-1][1])
+
+
+def downsample(rows: list[Row]) -> Row:
+    """Several intervals of one profile and boot as one row: increases and energy summed, peaks kept."""
+    last = rows[-1]
+
+    def peak(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return max(known) if known else None
+
+    finished: dict[str, float] = defaultdict(float)
+    for row in rows:
+        for reason, n in row.finished.items():
+            finished[reason] += n
+    timings = {}
+    for name in {n for row in rows for n in row.timings}:
+        merged = merge_timings(row.timings[name] for row in rows if name in row.timings)
+        if merged is not None:
+            timings[name] = merged
+    energy = [r.energy_j for r in rows if r.energy_j is not None]
+    return Row(
+        last.ts,
+        sum(r.seconds for r in rows),
+        last.profile,
+        last.boot,
+        int(peak([r.pool_tokens for r in rows]) or 0) or None,
+        peak([r.kv_usage_max for r in rows]),
+        sum(r.kv_usage_seconds for r in rows),
+        peak([r.running_max for r in rows]),
+        peak([r.waiting_max for r in rows]),
+        {k: sum(r.counts.get(k, 0.0) for r in rows) for k in COUNTED},
+        dict(finished),
+        timings,
+        sum(energy) if energy else None,
+        DOWNSAMPLED_S,
+    )

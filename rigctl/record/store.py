@@ -24,12 +24,11 @@ from typing import Any
 from rigctl import paths
 from rigctl.errors import RigctlError, UnsafePath
 from rigctl.files import open_own
-from rigctl.record.rows import COUNTED, Row, Timing, merge_timings
+from rigctl.record.rows import COUNTED, DOWNSAMPLED_S, Row, Timing, downsample
 
 SCHEMA_VERSION = 1
 BUSY_WAIT_S = 2.0
 RAW_KEEP_S = 24 * 3600
-DOWNSAMPLED_S = 300
 RETENTION_DAYS = 30
 
 COLUMNS = (
@@ -373,39 +372,3 @@ class RecordWriter:
         with self._use:
             self.db.close()
         os.close(self._lock)
-
-
-def downsample(rows: list[Row]) -> Row:
-    """Several intervals of one profile and boot as one row: increases and energy summed, peaks kept."""
-    last = rows[-1]
-
-    def peak(values: list[float | None]) -> float | None:
-        known = [v for v in values if v is not None]
-        return max(known) if known else None
-
-    finished: dict[str, float] = defaultdict(float)
-    for row in rows:
-        for reason, n in row.finished.items():
-            finished[reason] += n
-    timings = {}
-    for name in {n for row in rows for n in row.timings}:
-        merged = merge_timings(row.timings[name] for row in rows if name in row.timings)
-        if merged is not None:
-            timings[name] = merged
-    energy = [r.energy_j for r in rows if r.energy_j is not None]
-    return Row(
-        last.ts,
-        sum(r.seconds for r in rows),
-        last.profile,
-        last.boot,
-        int(peak([r.pool_tokens for r in rows]) or 0) or None,
-        peak([r.kv_usage_max for r in rows]),
-        sum(r.kv_usage_seconds for r in rows),
-        peak([r.running_max for r in rows]),
-        peak([r.waiting_max for r in rows]),
-        {k: sum(r.counts.get(k, 0.0) for r in rows) for k in COUNTED},
-        dict(finished),
-        timings,
-        sum(energy) if energy else None,
-        DOWNSAMPLED_S,
-    )
