@@ -55,6 +55,18 @@ class Settings:
     verify_requests: str = ""  # a JSONL of the owner's own requests (relative to the config dir)
     verify_timeout: float = 60.0  # seconds for the whole verification
     verify_declared: bool = False  # config.toml has a [verify] table: the apps' needs are written down
+    # [alerts]: what goes wrong while the engine looks healthy (rigctl/alerts/)
+    alerts_stall: float = 60.0  # s with requests waiting and no token produced
+    alerts_queue: float = 30.0  # s of mean queue time over the window
+    alerts_window: float = 60.0  # s: the window queue time and preemptions are judged over
+    alerts_preemptions: float = 30.0  # preemptions a minute, over the window
+    alerts_kv_full: float = 120.0  # s of the KV cache full with requests waiting
+    alerts_throttle: float = 60.0  # s of thermal or hardware clock throttling
+    alerts_command: tuple[str, ...] = ()  # argv run with each alert as JSON on stdin (ntfy, mail, a webhook)
+    alerts_command_timeout: float = 10.0  # s the command may take
+    # [supervise]: the watch service restarts the last good profile after the engine died
+    supervise_restart: bool = False
+    supervise_max_restarts: int = 3  # restarts an hour at most
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
 
@@ -82,6 +94,17 @@ LAYOUT: dict[str, dict[str, str]] = {
         "requests": "verify_requests",
         "timeout_s": "verify_timeout",
     },
+    "alerts": {
+        "stall_s": "alerts_stall",
+        "queue_s": "alerts_queue",
+        "window_s": "alerts_window",
+        "preemptions_per_min": "alerts_preemptions",
+        "kv_full_s": "alerts_kv_full",
+        "throttle_s": "alerts_throttle",
+        "command": "alerts_command",
+        "command_timeout_s": "alerts_command_timeout",
+    },
+    "supervise": {"restart": "supervise_restart", "max_restarts": "supervise_max_restarts"},
     "record": {
         "interval": "record_interval",
         "warmup_s": "record_warmup",
@@ -112,17 +135,23 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise BadInputError(f'{where}: must be a command as a list of strings, e.g. ["/opt/vllm/bin/vllm"]')
         return tuple(value)
+    if name == "alerts_command":  # run for every alert, maybe as root: an argv, never a line a shell would read
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise BadInputError(
+                f'{where}: must be a command as a list of strings, never a shell line, e.g. ["ntfy", "publish", "rig"]'
+            )
+        return tuple(value)
     if kind == "bool | None":  # true or false; left out, the default decides
         if not isinstance(value, bool):
             raise BadInputError(f"{where}: must be true or false")
         return value
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**40:
-            raise BadInputError(f"{where}: must be a whole number of tokens")
+            raise BadInputError(f"{where}: must be a whole number" + ("" if name.startswith("supervise_") else " of tokens"))
         return value
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise BadInputError(f"{where}: must be a non-negative number of seconds")
+            raise BadInputError(f"{where}: must be a non-negative number" + ("" if name == "alerts_preemptions" else " of seconds"))
         return float(value)
     if kind == "bool":
         if not isinstance(value, bool):

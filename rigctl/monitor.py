@@ -39,7 +39,8 @@ class Tick:
 
 
 class Monitor:
-    def __init__(self, sampler: RigSampler, settings: Settings) -> None:
+    def __init__(self, sampler: RigSampler | None, settings: Settings) -> None:
+        """`sampler`: None where there is no NVIDIA driver (a CPU build of vLLM): the engine alone."""
         self.sampler = sampler
         self.settings = settings
         self.engine_poller = EnginePoller()
@@ -58,6 +59,7 @@ class Monitor:
         self._endpoint_for: tuple[ServerRecord | None, Endpoint | None] = (None, None)
         self._bench_tags = BenchTags()  # a bench's arms are recorded as bench traffic
         self._tail: TailReader | None = None
+        self.endpoint_problem: str | None = None  # why the last poll had no endpoint (a damaged server.json)
         # the serving record's feed (the TUI's BackgroundRecorder.offer): each poll's snapshot,
         # so the record costs no scrape of its own
         self.record_to: Callable[[Observation | None], None] | None = None
@@ -70,7 +72,7 @@ class Monitor:
         errors: list[tuple[str, str]] = []
         rig = None
         try:
-            rig = self.sampler.snapshot()
+            rig = self.sampler.snapshot() if self.sampler is not None else None
             self._last_rig = rig
         except Exception as exc:  # noqa: BLE001 - a poll never takes the app down; the view goes stale
             errors.append(("rig", f"{type(exc).__name__}: {exc}"))
@@ -137,6 +139,7 @@ class Monitor:
 
     def _poll_engine(self) -> tuple[EngineState, ServingStatus]:
         endpoint, problem = self._endpoint()
+        self.endpoint_problem = problem
         gpus = self._last_rig.samples if self._last_rig else ()
         state = self.engine_poller.unavailable(problem) if problem else self.engine_poller.poll(endpoint, gpus)
         if self.record_to is not None:

@@ -45,6 +45,7 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["bench", "list"], 0),
     (["report"], 0),
     (["record", "--interval", "0.1"], 2),  # refused before it runs: a recorder never ends by itself
+    (["watch", "--interval", "0.1"], 2),
     # listens, forwards nothing, ends at its duration: httpx and h11 loaded, no UI
     (
         [

@@ -39,6 +39,8 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rigctl.alerts.firing import read_firing
+
     settings = load_settings()
     if args.check:
         return run_check(args, settings)
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         serving = dataclasses.replace(serving, notes=(*serving.notes, cut.note(serving.active_profile)))
     cache = prefix_cache(serving.record) if serving.active_profile and serving.record else None
     fell = hit_rate_fall(serving.record, settings) if serving.active_profile and serving.record else None
+    watched = read_firing()
     if args.json:
         common.print_json(
             {
@@ -68,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
                 "serving": serving.to_json(),
                 "prefix_cache": cache,
                 "hit_rate_regression": fell.to_json() if fell else None,
+                # what the watch service (or a TUI keeping the record) says fires; null: nothing watches
+                "alerts": {"watched_by": watched.pid, "firing": list(watched.alerts)} if watched else None,
             }
         )
     else:
@@ -78,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"  prefix cache: {cache['summary']}")
         if fell is not None:
             print(f"  warning: {fell.describe()}")
+        for line in watched.lines if watched else ():
+            print(f"  alert: {line}")
+        if watched is None:
+            print("  alerts: nothing watches this rig (`rigctl watch`, or the README's systemd unit)")
         print(status_text(snapshot) if snapshot else f"rig: {rig_error}")
     return 0
 
@@ -86,6 +95,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     """`status --check`: the verdict of serve/health.py, one line (or one JSON object), its exit code."""
     import time
 
+    from rigctl.alerts.firing import read_firing
     from rigctl.engine.client import EngineClient, EngineHTTPError
     from rigctl.engine.prom import ExpositionError
     from rigctl.serve.health import check_health
@@ -106,9 +116,13 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
         except (EngineHTTPError, ExpositionError):
             before = after = None
     fell = hit_rate_fall(record, settings) if serving.active_profile and record else None
-    result = check_health(serving, before, after, fell.describe() if fell else None)
+    watched = read_firing()
+    firing = [a for a in watched.alerts if a.get("kind") not in ("engine-died", "gpu-lost")] if watched else []
+    if fell is not None and not any(a.get("kind") == "hit-rate" for a in firing):
+        firing.insert(0, {"title": "prefix hit rate fell", "text": fell.describe(), "kind": "hit-rate"})
+    result = check_health(serving, before, after, [f"{a.get('title')}: {a.get('text')}" for a in firing])
     if args.json:
-        common.print_json(result.to_json())
+        common.print_json({**result.to_json(), "watched_by": watched.pid if watched else None})
     else:
         print(result.line())
     return int(result.exit_code)

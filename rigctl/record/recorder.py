@@ -10,31 +10,21 @@ counted from its start; when the recorder itself starts, from its first scrape.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from rigctl.bench.live import LiveBench, read_live
-from rigctl.engine.client import EngineClient, EngineHTTPError
 from rigctl.engine.metrics import EngineSnapshot
-from rigctl.engine.prom import ExpositionError
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import RigSnapshot
-from rigctl.gpu.sampler import RigSampler
-from rigctl.jsonio import DamagedFile
 from rigctl.record.rows import BENCH_TAG, Row, interval
 from rigctl.record.store import RecordTrouble, RecordWriter
-from rigctl.serve.statefiles import ServerRecord, read_record
-from rigctl.vllm.metric_names import SNAPSHOT_NAMES, P
+from rigctl.serve.statefiles import ServerRecord
 
 COMPACT_EVERY_S = 3600
 PENDING_ROWS = 8640  # rows kept in memory while the record cannot be written: a day at 10 s, ~10 MB
-GAUGE_NAMES = frozenset(
-    P + n
-    for n in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "gpu_cache_usage_perc", "cache_config_info")
-)
 
 
 def boot_key(record: ServerRecord) -> str:
@@ -105,55 +95,13 @@ class Notes:
             self._open[key] = text
             self.say(text)
 
+    def clear(self, key: str) -> bool:
+        """Forget `key`'s trouble without a word (the caller says the news itself); was it open?"""
+        return self._open.pop(key, None) is not None
+
     def passed(self, key: str, text: str) -> None:
         if self._open.pop(key, None) is not None:
             self.say(text)
-
-
-class ServingSource:
-    """Headless: what serves now (server.json), scraped, with the GPUs' energy. What is not an
-    observation of vLLM (a damaged server.json, an answer that is not vLLM's exposition: random
-    bytes, a web page, an empty 200) is none, said once: never a row of idle serving time."""
-
-    def __init__(self, sampler: RigSampler | None, notes: Notes | None = None) -> None:
-        self.sampler = sampler
-        self.notes = notes or Notes(lambda text: None)
-        self._client: EngineClient | None = None
-        self._url = ""
-        self._tags = BenchTags()
-
-    def __call__(self, full: bool = True) -> Observation | None:
-        """`full`: every family a row needs (an interval's ends); else the gauges alone (the
-        samples between), which costs a fraction of a full read."""
-        try:
-            record = read_record()
-        except DamagedFile as exc:
-            self.notes.trouble("server.json", f"{exc}: not recording until it is rewritten")
-            return None
-        self.notes.passed("server.json", "the server record is readable again")
-        if record is None:
-            return None
-        if record.base_url != self._url:
-            self.close()
-            self._client, self._url = EngineClient(record.base_url, timeout=2.0), record.base_url
-        assert self._client is not None
-        try:
-            snap = self._client.metrics(time.time(), SNAPSHOT_NAMES if full else GAUGE_NAMES)
-        except (EngineHTTPError, ExpositionError):
-            return None
-        if not snap.is_vllm:
-            self.notes.trouble(
-                "exposition", f"{record.base_url}/metrics answered, but not with vLLM's metrics: nothing is recorded while it does"
-            )
-            return None
-        self.notes.passed("exposition", f"{record.base_url}/metrics answers with vLLM's metrics again")
-        sampler = self.sampler
-        return self._tags.observation(record, snap, lambda: held_energy(sampler.snapshot(), record.pid) if sampler else None)
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
 
 
 @dataclass
@@ -203,6 +151,7 @@ class Recorder:
         self._compacted = -math.inf
         self._pending: deque[Row] = deque(maxlen=PENDING_ROWS)
         self.dropped = 0  # rows lost because trouble outlasted PENDING_ROWS
+        self._last: Observation | None = None
 
     @property
     def due(self) -> bool:
@@ -236,6 +185,7 @@ class Recorder:
         if time.monotonic() - self._compacted >= COMPACT_EVERY_S:
             self._compact()
         current, due = self._current, self.due
+        self._last = seen
         if seen is None:
             self._current = None  # the next answer starts afresh
         elif current is None:
@@ -261,13 +211,14 @@ class Recorder:
                 self._write(current, seen, energy, ended)
                 self._current = _Interval(seen, ended, energy, last_gauge=ended)
 
-    def run(self, source: ServingSource, stop: threading.Event) -> None:
-        while not stop.is_set():
-            seen = source(self.due)
-            if seen is not None and self.new_boot(seen) and not self.due:
-                seen = source(True)  # a new boot: its baseline needs the full read
-            self.step(seen)
-            stop.wait(self.interval_s / 5)
+    def finish(self) -> None:
+        """The interval under way ends now, at the last observation: a recorder that stops (a
+        service told to, a TUI standing aside for one) leaves no seconds unwritten."""
+        current, last = self._current, self._last
+        self._current = None
+        if current is None or last is None or last.boot != current.begin.boot or last is current.begin:
+            return
+        self._write(current, last, last.read_energy(), time.monotonic())
 
     def _write(self, span: _Interval, end: Observation, energy_now: float | None, ended: float) -> None:
         energy = None

@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from rigctl import paths
+from rigctl.alerts.model import AlertChange
 from rigctl.errors import RigctlError, UnsafePath
 from rigctl.files import open_own
+from rigctl.record import events
+from rigctl.record.events import RecordedEvent
 from rigctl.record.rows import COUNTED, DOWNSAMPLED_S, Row, Timing, downsample
 
 SCHEMA_VERSION = 1
@@ -154,6 +157,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS samples_profile_ts ON samples (profile, ts)")
     db.execute("CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    events.create(db)  # a table an older rigctl's record lacks is added, never a new schema
     db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
     return db
 
@@ -243,6 +247,13 @@ class RecordReader:
         at = order.index(boot)
         return self.rows(since, boots=order[max(0, at - 1) : at + 1])
 
+    def events(self, since: float | None = None, until: float | None = None) -> list[RecordedEvent]:
+        """The alerts recorded in (since, until], oldest first (none from a record written before
+        rigctl kept them)."""
+        if not self._query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'events'", []):
+            return []
+        return [events.build(tuple(v)) for v in self._query(*events.select(since, until))]
+
     def _query(self, query: str, args: list[Any]) -> list[tuple[Any, ...]]:
         """Rows of `query`; none from a record that does not exist or has no table yet (an empty
         file); RecordTrouble, in one line, for one that cannot be read."""
@@ -302,6 +313,13 @@ class RecordWriter:
             except sqlite3.Error as exc:
                 raise trouble(self.path, "a row could not be written", exc) from None
 
+    def add_event(self, change: AlertChange) -> None:
+        with self._use:
+            try:
+                events.insert(self.db, change)
+            except sqlite3.Error as exc:
+                raise trouble(self.path, "an alert could not be written", exc) from None
+
     def _insert(self, row: Row) -> None:
         self.db.execute(f"INSERT INTO samples VALUES ({','.join('?' * len(COLUMNS))})", _values(row))
 
@@ -333,6 +351,7 @@ class RecordWriter:
         cutoff, oldest = now - RAW_KEEP_S, now - self.retention_days * 86400
         with self._use, self._transaction():
             dropped = self.db.execute("DELETE FROM samples WHERE ts <= ?", (oldest,)).rowcount
+            events.drop_before(self.db, oldest)
             old = [
                 _row(tuple(v))
                 for v in self.db.execute(

@@ -15,6 +15,7 @@ whether anything is being served: the failure owners actually hit).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,9 +92,11 @@ def check_health(
     serving: ServingStatus,
     before: EngineSnapshot | None,
     after: EngineSnapshot | None,
-    regression: str | None = None,
+    firing: Sequence[str] = (),
 ) -> HealthCheck:
-    """The verdict from what serves and two scrapes of its /metrics (None: the scrape failed)."""
+    """The verdict from what serves and two scrapes of its /metrics (None: the scrape failed);
+    `firing`: what else is known to be wrong (the alerts the watch service judges over minutes,
+    a hit-rate collapse the record shows), each a line."""
     cause = down_cause(serving)
     if cause is not None:
         return HealthCheck("down", cause, profile=serving.record.profile if serving.record else None)
@@ -101,7 +104,7 @@ def check_health(
     assert record is not None  # (an active profile has its server's record)
     if before is None or after is None:
         return HealthCheck("down", f"{record.profile} (pid {record.pid}) answers /health but not /metrics", (), record.profile)
-    reasons = [r for r in (stalled(before, after), kv_full(after), regression) if r]
+    reasons = [r for r in (stalled(before, after), kv_full(after)) if r] + list(firing)
     serves = f"{record.profile} serves (pid {record.pid}, {record.base_url})"
     if reasons:
         return HealthCheck("degraded", f"{serves}, but {reasons[0]}", tuple(reasons), record.profile)

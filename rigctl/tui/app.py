@@ -12,7 +12,6 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, get_current_worker
 
-from rigctl.alerts import Alert, AlertTracker
 from rigctl.bench.live import read_live, settle
 from rigctl.config import Settings, load_settings
 from rigctl.engine.poller import EngineState
@@ -31,7 +30,7 @@ from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
-from rigctl.severity import for_notify
+from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
 from rigctl.tui.screens.bench import BenchScreen
 from rigctl.tui.screens.boot import BootScreen
@@ -103,7 +102,6 @@ class RigApp(App[None]):
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0
         self.monitor = Monitor(sampler, self.settings)
-        self.alerts = AlertTracker()
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
         self.profiles = ProfilesScreen(
@@ -114,6 +112,7 @@ class RigApp(App[None]):
         self.bench = BenchScreen(id="bench")
         self.boot: BootScreen | None = None
         self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell, self._record_note) if record else None
+        self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.settings, self.recorder)
 
     def _switch_event(self, event: Event) -> None:
         self.post_message(SwitchProgress(event))  # from the switch's thread: Textual's messages are thread-safe
@@ -130,7 +129,7 @@ class RigApp(App[None]):
         if self.recorder is not None:
             if self.recorder.start():
                 self.monitor.record_to = self.recorder.offer  # the dashboard's poll feeds the record
-            elif self.recorder.problem:  # (a headless `rigctl record` writing is fine: it records for us)
+            elif self.recorder.problem:  # (the watch service keeping it is fine: it records for us)
                 self.notify(self.recorder.problem, severity="warning", timeout=15)
         cut = read_live()
         if cut is not None and cut.cut_short:
@@ -141,6 +140,7 @@ class RigApp(App[None]):
     def on_unmount(self) -> None:
         self._wake.set()  # the poll loop sees it is cancelled now, not at its next tick
         self.monitor.close()
+        self.alerts.close()
         if self.recorder is not None:
             self.recorder.stop()
 
@@ -150,7 +150,7 @@ class RigApp(App[None]):
         self.notify(text, title="serving record", severity="warning", timeout=15)
 
     def _hit_rate_fell(self, regression: Regression) -> None:
-        self.notify(regression.describe(), title="hit-rate regression", severity="warning", timeout=30)
+        self.call_from_thread(self.alerts.on_regression, regression.describe())
 
     # -- polling ---------------------------------------------------------------------
     # One long-lived thread samples the GPUs each tick and posts one message, so the screen
@@ -202,18 +202,11 @@ class RigApp(App[None]):
             self._rig_failing = False
             self.dashboard.mark_stale(False)
         self.dashboard.show(snapshot)
-        self._raise(self.alerts.on_rig(snapshot))
+        self.alerts.on_rig(snapshot)
 
     def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:
         self.dashboard.show_engine(state, serving)
-        if not self.serving_action_running:
-            self._raise(self.alerts.on_engine(serving))
-
-    def _raise(self, alerts: list[Alert]) -> None:
-        for alert in alerts:
-            self.notify(
-                alert.text, title=alert.title, severity=for_notify(alert.severity), timeout=30 if alert.severity == "error" else 10
-            )
+        self.alerts.on_engine(state, serving, switching=self.serving_action_running)
 
     def _poll_failed(self, source: str, error: str) -> None:
         if source != "rig":

@@ -53,21 +53,25 @@ def test_the_background_recorder_notifies_once_per_boot_and_stands_aside_for_ano
 ) -> None:
     import time
 
-    import rigctl.record.background as background
+    import rigctl.record.regression_watch as regression_watch
 
-    monkeypatch.setattr(background, "CHECK_EVERY_S", 0.0)
+    monkeypatch.setattr(regression_watch, "CHECK_EVERY_S", 0.0)
     said: list[Regression] = []
     recorder = BackgroundRecorder(load_settings(), said.append)
-    assert recorder.start()
+    assert recorder.start() and recorder.recording
     assert recorder._writer is not None
     rows = fill(recorder._writer, time.time())
     recorder._row(rows[-1])
     recorder._row(rows[-1])  # judged: said once
     assert len(said) == 1 and said[0].previous == "good" and said[0].current == "nocache"
     second = BackgroundRecorder(load_settings(), said.append)
-    assert not second.start() and second.busy_note and "another recorder (pid " in second.busy_note
+    assert second.start() and not second.recording  # it waits, it does not fail
+    assert second.busy_note and "another recorder (pid " in second.busy_note
     recorder.stop()
-    assert second.start()
+    deadline = time.monotonic() + 30
+    while not second.recording and time.monotonic() < deadline:  # the first let go: it takes the record
+        time.sleep(0.1)
+    assert second.recording and second.busy_note is None
     second.stop()
 
 

@@ -69,9 +69,9 @@ def test_two_profiles_recorded_compared_and_a_hit_rate_collapse_flagged(rig: Rec
     try:
         rig.wait_for(recorder, "recording to")
         wait_rows(rig, "good", 6)
-        busy = rig.recorder()  # a second recorder says so and exits
+        busy = rig.recorder()  # a second service says so and exits
         assert busy.wait(30) == 1
-        assert "another recorder (pid " in (busy.stdout.read() if busy.stdout else "")
+        assert "another rigctl watch (pid " in (busy.stdout.read() if busy.stdout else "")
         assert rig.rigctl("switch", "nocache").returncode == 0
         wait_rows(rig, "nocache", 6)
     finally:

@@ -23,9 +23,9 @@ from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.topology_panel import TopologyPanel
+from tests.alerts.test_edges import wait_gone
 from tests.support import present
 from tests.support.config_file import write_config
-from tests.test_alerts import wait_gone
 from tests.tui.helpers import Seen, app_for, poll, screen_text
 
 SIZES = [(80, 24), (120, 40), (200, 60)]

@@ -34,6 +34,7 @@ class DashboardScreen(Screen[None]):
         self.last_snapshot: RigSnapshot | None = None
         self._cards: list[GpuCard] = []
         self._tail: LogTail | None = None  # set once composed (on_mount)
+        self._alerts: list[str] = []
         self._last_engine: tuple[EngineState, ServingStatus] | None = None
 
     def compose(self) -> ComposeResult:
@@ -67,6 +68,7 @@ class DashboardScreen(Screen[None]):
             self.show(self.last_snapshot)
         if self._last_engine is not None:
             self.show_engine(*self._last_engine)
+        self.show_alerts(self._alerts)
 
     def on_resize(self) -> None:
         self.set_class(self.narrow, "-narrow")
@@ -114,6 +116,12 @@ class DashboardScreen(Screen[None]):
             return
         self.query_one(ServingBar).show(serving)
         self.query_one(EnginePanel).show(state, serving)
+
+    def show_alerts(self, titles: list[str]) -> None:
+        """The alerts firing now, on the serving bar until they clear."""
+        self._alerts = titles
+        if self._tail is not None:
+            self.query_one(ServingBar).show_alerts(titles)
 
     def mark_stale(self, stale: bool) -> None:
         if self._tail is None:

@@ -1,14 +1,33 @@
-"""One line: what the rig serves, verified (alive and answering), or why not."""
+"""One line: what the rig serves, verified (alive and answering), or why not; and, while any
+fires, the alerts (the lasting mark a notification that faded leaves behind)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rigctl.serve.serving import ServingStatus
 from rigctl.tui.widgets.text_line import TextLine
 
 
 class ServingBar(TextLine):
+    status: ServingStatus | None = None
+    alerts: tuple[str, ...] = ()
+
     def show(self, status: ServingStatus) -> None:
-        self.set_class(status.active_profile is not None, "-serving")
-        self.set_class(status.active_profile is None and bool(status.record), "-warn")
-        text = status.summary
+        self.status = status
+        self._paint()
+
+    def show_alerts(self, titles: Sequence[str]) -> None:
+        self.alerts = tuple(titles)
+        self._paint()
+
+    def _paint(self) -> None:
+        status = self.status
+        serving = status is not None and status.active_profile is not None
+        self.set_class(serving and not self.alerts, "-serving")
+        self.set_class(status is not None and status.active_profile is None and bool(status.record), "-warn")
+        self.set_class(bool(self.alerts), "-alert")
+        text = status.summary if status is not None else "checking the server..."
+        if self.alerts:
+            text = f"▲ {len(self.alerts)} alert{'s' if len(self.alerts) > 1 else ''}: {', '.join(self.alerts)} | {text}"
         self.set_text(text)

@@ -1,0 +1,95 @@
+"""rigctl watch (also `rigctl record`, its name before it judged alerts): the rig's long-running
+service for boxes nobody watches: it keeps the serving record, judges the alerts, sends them to
+`[alerts] command`, and with `[supervise] restart = true` restarts the last good profile after
+its engine died. Run it as the README's systemd unit."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rigctl.cli import common
+from rigctl.errors import BadInputError
+
+if TYPE_CHECKING:
+    from rigctl.record.rows import Row
+    from rigctl.watch.supervisor import RestartResult
+
+
+def register(sub: common.Subparsers) -> None:
+    for name in ("watch", "record"):
+        p = common.add_command(sub, name)
+        p.add_argument("--interval", type=float, metavar="S", help="seconds per row (default: [record] interval, 10)")
+        p.add_argument("--retention-days", type=float, default=30.0, metavar="D", help="rows older are dropped (30)")
+        p.add_argument("-v", "--verbose", action="store_true", help="print a line per row written")
+        p.set_defaults(handler=run)
+
+
+def say(text: str) -> None:
+    print(f"rigctl watch: {text}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rigctl.config import load_settings
+    from rigctl.errors import NoDriverError
+    from rigctl.watch.service import WatchService
+
+    settings = load_settings()
+    args.interval = args.interval or settings.record_interval
+    if not 0.5 <= args.interval <= 3600:
+        raise BadInputError("--interval must be between 0.5 and 3600 seconds")
+    if args.retention_days <= 0:
+        raise BadInputError("--retention-days must be positive")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        sampler = common.open_sampler(args, with_host=False)
+    except NoDriverError:
+        sampler = None  # the engine's figures still; no energy, no GPU alerts
+
+    def said(row: Row) -> None:
+        if args.verbose:
+            print(
+                f"{row.profile}: {row.requests:.0f} requests, {row.counts.get('prefix_queries', 0):,.0f} prefix "
+                f"tokens queried in {row.seconds:.1f} s",
+                flush=True,
+            )
+
+    restart = _restarter(args) if settings.supervise_restart else None
+    service = WatchService(settings, sampler, say, args.interval, args.retention_days, restart, said)
+    announce = (
+        f"watching every {args.interval / 5:g} s, a row every {args.interval:g} s"
+        + ("" if sampler else " (no GPU: no energy, no GPU alerts)")
+        + (f"; restarts the last good profile after its engine dies ({settings.supervise_max_restarts} an hour)" if restart else "")
+        + (f"; alerts go to {settings.alerts_command[0]}" if settings.alerts_command else "")
+    )
+    try:
+        rows = service.run(stop, announce)
+    finally:
+        if sampler:
+            sampler.close()
+    say(f"stopped: {rows} rows written")
+    return 0
+
+
+def _restarter(args: argparse.Namespace) -> Callable[[], RestartResult]:
+    """The supervisor's restart: `rigctl start` of the last good profile, as the command would."""
+    from rigctl.cli.serving import make_context
+    from rigctl.serve import switch as transaction
+    from rigctl.watch.supervisor import RestartResult
+
+    def restart() -> RestartResult:
+        ctx = make_context(args, lambda event: say(f"restart: {event.text}") if event.kind in ("warning", "failure") else None)
+        try:
+            outcome = transaction.start(ctx, None)
+        finally:
+            if ctx.sampler:
+                ctx.sampler.close()
+        return RestartResult(outcome.status == "switched", outcome.target, outcome.message)
+
+    return restart
