@@ -18,7 +18,6 @@ from rigctl.alerts.model import Alert, AlertChange
 from rigctl.engine.metrics import EngineSnapshot
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.nvml_codes import BENIGN_THROTTLE
-from rigctl.serve.health import KV_FULL
 from rigctl.serve.serving import ServingStatus
 
 POWER_CAP = "sw power cap"  # the power limit at work: its own alert (power-cap), sustained
@@ -123,7 +122,7 @@ class AlertEvaluator:
         changes += self._set("stall", self._stall(waiting, now), now)
         changes += self._set("queue", self._queue(waiting), now)
         changes += self._set("preemptions", self._preemption_storm(), now)
-        full = snap.kv_usage is not None and snap.kv_usage >= KV_FULL and waiting > 0
+        full = snap.kv_usage is not None and snap.kv_usage >= self.limits.kv_full_fraction and waiting > 0
         self._kv_full_since = (self._kv_full_since or now) if full else None
         changes += self._set("kv-full", self._kv_full(snap, waiting, now), now)
         return changes
@@ -202,7 +201,7 @@ class AlertEvaluator:
         something serves again (or rigctl itself stops or switches)."""
         now = time.time() if now is None else now
         state = serving.state
-        if state is not None and state.status in ("switching", "stopped"):
+        if state is not None and state.status in ("switching", "stopping", "stopped"):
             self._serving = None  # rigctl itself took it down; the switch reports its own outcome
             return self._set("engine-died", None, now) + self._clear_engine(now)
         if serving.active_profile is not None:

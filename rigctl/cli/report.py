@@ -46,7 +46,9 @@ def when(text: str | None, flag: str, now: float) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     from rigctl.config import load_settings
+    from rigctl.record import events
     from rigctl.record.derive import by_boot, by_profile, thresholds_of
+    from rigctl.record.store import RecordReader
     from rigctl.record.table import render
 
     now = time.time()
@@ -65,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
         rows = source_rows.rows(since if since is not None else now - 86400, until or now)
         where = url
     else:
-        from rigctl.record.store import RecordReader
-
         reader = RecordReader()
         rows = reader.rows(since, until, args.profiles or None)
         where = str(reader.path)
@@ -82,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
         if missing and not args.json:
             print(f"note: nothing recorded for {', '.join(missing)} in that window")
         rows = [r for r in rows if r.profile in args.profiles]
+    alerts = RecordReader().events(since, until)  # rigctl's own: in the record whatever the rows' source
+    if args.profiles:  # a GPU's alert is no profile's: kept
+        alerts = [e for e in alerts if e.profile is None or e.profile in args.profiles]
     asked = [p for p in args.profiles if p in {r.profile for r in rows}] or None
     columns = by_boot(rows, limits) if args.by_boot else by_profile(rows, asked, limits)
     if args.json:
@@ -94,11 +97,14 @@ def run(args: argparse.Namespace) -> int:
                 "bench": args.bench,
                 "benches_left_out": [] if args.bench else benched,
                 "profiles": [c.to_json() for c in columns],
+                "alerts": [e.to_json() for e in alerts],
             }
         )
         return 0
     if not columns:
-        print(f"nothing recorded yet ({where}); run `rigctl record` (or keep the TUI open) while a profile serves")
-        return 0
-    print(render(columns, where))
+        print(f"nothing recorded yet ({where}); run `rigctl watch` (or keep the TUI open) while a profile serves")
+    else:
+        print(render(columns, where))
+    for line in events.render(alerts):
+        print(line)
     return 0

@@ -5,6 +5,7 @@ says when each alert fired and for how long."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,3 +61,19 @@ def select(since: float | None, until: float | None) -> tuple[str, list[Any]]:
 
 def build(values: tuple[Any, ...]) -> RecordedEvent:
     return RecordedEvent(*values)
+
+
+def render(recorded: list[RecordedEvent], limit: int = 20) -> list[str]:
+    """The alerts as `rigctl report` lists them under its table, newest last; the oldest left out
+    past `limit` (--json has them all)."""
+    if not recorded:
+        return []
+    shown = recorded[-limit:]
+    lines = [f"alerts ({len(recorded)} change{'s' if len(recorded) != 1 else ''}):"]
+    if len(recorded) > len(shown):
+        lines.append(f"  ... {len(recorded) - len(shown)} earlier (rigctl report --json lists them all)")
+    for e in shown:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.ts))
+        said = {"fired": "FIRED", "cleared": "cleared", "event": "event"}.get(e.state, e.state)
+        lines.append(f"  {stamp}  {said:<7}  {e.title}: {e.text}" + (f" [{e.profile}]" if e.profile else ""))
+    return lines

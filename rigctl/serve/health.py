@@ -56,7 +56,7 @@ def down_cause(serving: ServingStatus) -> str | None:
     if serving.active_profile is not None:
         return None
     record, state = serving.record, serving.state
-    if state is not None and state.status == "switching":
+    if state is not None and state.status in ("switching", "stopping"):
         return serving.summary
     if record is None:
         if state is not None and state.profile:

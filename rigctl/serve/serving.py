@@ -183,6 +183,8 @@ def observe(settings: Settings, probe: Probe | None = None, thorough: bool = Fal
             else "no server is running"
         )
         return status(None, f"a switch to {state.target} was interrupted (rigctl pid {state.owner_pid} is gone); {seen}")
+    if state and state.status == "stopping" and owner_alive(state.owner_pid, state.owner_start):
+        return status(None, f"{state.detail} (rigctl pid {state.owner_pid})")
     if record and alive and answering:
         return status(record.profile, f"serving {record.profile} at {record.base_url}")
     if record and alive:

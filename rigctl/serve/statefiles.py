@@ -22,7 +22,7 @@ from rigctl import jsonio, paths
 from rigctl.atomic import write_text_atomic
 from rigctl.proc import same_process
 
-ActiveStatus = Literal["serving", "switching", "stopped", "failed", "interrupted"]
+ActiveStatus = Literal["serving", "switching", "stopping", "stopped", "failed", "interrupted"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def state_file() -> Path:
     return paths.state_dir() / "active.json"
 
 
-STATUSES = ("serving", "switching", "stopped", "failed", "interrupted")
+STATUSES = ("serving", "switching", "stopping", "stopped", "failed", "interrupted")
 
 
 @dataclass(frozen=True)

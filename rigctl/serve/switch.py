@@ -383,6 +383,8 @@ def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
             message = f"not stopped: Ctrl-C while the running requests finished; {record.profile} keeps serving"
             return SwitchOutcome("refused", record.profile, ExitCode.FAILURE, message)
         ctx.interrupt.touched = True
+        # said before the server goes: a watcher seeing it gone knows rigctl stops it (no "engine died")
+        _state(ctx, "stopping", None, last_good or record.profile, f"stopping {record.profile}", owner=os.getpid())
         try:
             stop_server(ctx, record, launcher)
         except StopFailed as exc:

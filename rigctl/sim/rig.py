@@ -8,7 +8,9 @@ cards do, and a little deterministic noise keeps an idle rig from looking frozen
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import time
 import zlib
 from collections.abc import Callable
@@ -37,6 +39,34 @@ def _noise(*key: object) -> float:
     return zlib.crc32(repr(key).encode()) / 0x7FFFFFFF - 1.0
 
 
+class GpuFaults:
+    """RIGCTL_SIM_GPU_FAULTS: a JSON file, read again whenever it changes, of faults the simulated
+    GPUs show, so a test can provoke them mid-run: `{"lost": [1], "throttle": {"0": ["hw thermal"]}}`
+    (a GPU that stops answering NVML; clock throttle reasons, NVML's names, beside the load's own)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = Path(path) if path else None
+        self._seen: tuple[int, int] | None = None
+        self.lost: frozenset[int] = frozenset()
+        self.throttle: dict[int, tuple[str, ...]] = {}
+
+    def read(self) -> None:
+        if self.path is None:
+            return
+        try:
+            stat = self.path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+            if version == self._seen:
+                return
+            data = json.loads(self.path.read_text())
+            self._seen = version
+        except (OSError, ValueError):
+            self.lost, self.throttle, self._seen = frozenset(), {}, None  # no file (or half of one): no faults
+            return
+        self.lost = frozenset(int(i) for i in data.get("lost", []))
+        self.throttle = {int(k): tuple(v) for k, v in data.get("throttle", {}).items()}
+
+
 class SimulatedBackend:
     """GpuBackend for a simulated rig."""
 
@@ -45,6 +75,7 @@ class SimulatedBackend:
         self.name = f"sim:{spec.name}"
         self._claims = ClaimsReader(claims_dir)
         self._clock = clock
+        self._faults = GpuFaults(os.environ.get("RIGCTL_SIM_GPU_FAULTS"))
         self._info = spec.to_info(self.name)
         start = clock()
         self._thermal = [
@@ -57,7 +88,13 @@ class SimulatedBackend:
     def sample(self) -> tuple[GpuSample, ...]:
         now = self._clock()
         claims = self._claims.read()
-        return tuple(self._sample_one(gpu, now, [c for c in claims if c.gpu == gpu.index]) for gpu in self.spec.gpus)
+        self._faults.read()
+        return tuple(
+            GpuSample(index=gpu.index, timestamp=now, lost=True)
+            if gpu.index in self._faults.lost
+            else self._sample_one(gpu, now, [c for c in claims if c.gpu == gpu.index])
+            for gpu in self.spec.gpus
+        )
 
     def _sample_one(self, gpu: GpuSpec, now: float, claims: list[ClaimedProcess]) -> GpuSample:
         tick = int(now * 2)  # the noise changes twice a second, like a 1 s NVML average would
@@ -82,6 +119,7 @@ class SimulatedBackend:
         processes = self._processes(gpu, claims)
         used = sum(p.used_memory or 0 for p in processes) + 2 * MIB
         throttle: tuple[str, ...] = ("idle",) if not busy else (("sw power cap",) if power >= 0.97 * limit else ())
+        throttle += self._faults.throttle.get(gpu.index, ())
         return GpuSample(
             index=gpu.index,
             timestamp=now,

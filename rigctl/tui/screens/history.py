@@ -98,8 +98,7 @@ def served_text(days: float = 7.0) -> str:
     real = [r for r in rows if not bench_plan_of(r.boot)]  # a bench's arms are not how a profile serves
     if not real:
         return (
-            f"nothing recorded yet ({reader.path}): the TUI records while it runs, or run `rigctl record` "
-            "where nobody keeps it open"
+            f"nothing recorded yet ({reader.path}): the TUI records while it runs, or run `rigctl watch` where nobody keeps it open"
         )
     left_out = "" if len(real) == len(rows) else "\n(the benches' own traffic is left out: rigctl report --bench)"
     return render(by_profile(real, limits=limits), str(reader.path)) + left_out
