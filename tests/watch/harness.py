@@ -78,7 +78,8 @@ class WatchRig:
     def wait_change(
         self, what: str, match: Callable[[dict[str, Any]], bool], proc: subprocess.Popen[str] | None = None, timeout: float = 90
     ) -> dict[str, Any]:
-        return wait_until(what, lambda: next((c for c in self.changes() if match(c)), None), proc, timeout)
+        found: dict[str, Any] = wait_until(what, lambda: next((c for c in self.changes() if match(c)), None), proc, timeout)
+        return found
 
     def serving_pid(self) -> int:
         data = json.loads(self.rigctl("status", "--json").stdout)
