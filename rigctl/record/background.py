@@ -24,7 +24,7 @@ from rigctl.record.rows import Row
 from rigctl.record.service_lock import service_pid
 from rigctl.record.store import RecorderBusy, RecordTrouble, RecordWriter
 
-LOOK_EVERY_S = 2.0  # how often it asks whether a service started (or stopped)
+LOOK_EVERY_S = 1.0  # how often it asks whether a service started (or stopped): the handover gap
 
 
 class BackgroundRecorder:

@@ -1,0 +1,115 @@
+"""The README's systemd unit beside a TUI: the service started the way the unit starts it takes the
+record from an open TUI (which stands aside, no exit 1 into systemd's start limit), is restarted
+under it, and for a minute the two run together with one writer and no interval lost."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import shlex
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rigctl.gpu.sampler import RigSampler
+from rigctl.sim.rig import SimulatedBackend
+from rigctl.sim.rigspec import load_rig
+from tests.watch.harness import WatchRig
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def unit() -> dict[str, str]:
+    """The README's rigctl-watch.service, its [Service] keys."""
+    block = re.search(r"```ini\n(# ~/.config/systemd/user/rigctl-watch.service.*?)```", README.read_text(), re.S)
+    assert block, "the README shows the watch service's unit"
+    keys = dict(line.split("=", 1) for line in block.group(1).splitlines() if "=" in line and not line.startswith("#"))
+    return keys
+
+
+def exec_start(keys: dict[str, str]) -> list[str]:
+    """ExecStart as systemd would run it, with this checkout's rigctl where the unit has the installed one."""
+    argv = shlex.split(keys["ExecStart"])
+    assert argv[0] == "%h/.local/bin/rigctl", argv
+    return [sys.executable, "-m", "rigctl", *argv[1:]]
+
+
+def rows(db: Path) -> list[tuple[float, float, str]]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute("SELECT ts, seconds, boot FROM samples ORDER BY ts"))
+
+
+def test_the_units_exec_start_is_a_service_that_never_fails_for_a_tui() -> None:
+    keys = unit()
+    assert keys["Restart"] == "on-failure" and exec_start(keys)[3:] == ["watch"]
+
+
+@pytest.mark.slow
+def test_the_service_and_the_tui_together_for_a_minute_one_writer_nothing_lost(watch_rig: WatchRig) -> None:
+    from rigctl.tui.app import make_app
+
+    rig = watch_rig
+    rig.configure()
+    rig.config.write_text(rig.config.read_text() + "[record]\ninterval = 1\n")
+    assert rig.rigctl("switch", "good").returncode == 0
+    argv = exec_start(unit())
+    db = rig.state_dir / "record.sqlite"
+    app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=0.5, record=True)
+    services: list[subprocess.Popen[str]] = []
+
+    def start_service() -> subprocess.Popen[str]:
+        proc = subprocess.Popen(argv, env=rig.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        services.append(proc)
+        rig.watchers.append(proc)
+        return proc
+
+    async def until(what: str, check: Callable[[], bool], within: float = 30) -> None:
+        deadline = time.monotonic() + within
+        while not check():
+            assert time.monotonic() < deadline, f"no {what} within {within} s"
+            for proc in services:
+                assert proc.poll() is None or proc.returncode == 0, f"the service exited {proc.returncode}"
+            await asyncio.sleep(0.2)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            recorder = app.recorder
+            assert recorder is not None
+            await until("the TUI recording alone", lambda: recorder.recording)
+            await until("a row from the TUI", lambda: db.is_file() and len(rows(db)) >= 2)
+            first = start_service()  # systemctl --user start rigctl-watch, under the open TUI
+            await until("the TUI standing aside", lambda: not recorder.recording)
+            await pilot.pause(3)
+            assert first.poll() is None  # no exit 1 into systemd's start limit
+            first.send_signal(signal.SIGTERM)  # systemctl --user restart rigctl-watch
+            out, _ = first.communicate(timeout=60)
+            assert first.returncode == 0 and "recording to" in out and "Traceback" not in out, out
+            await until("the TUI taking the record back", lambda: recorder.recording)
+            second = start_service()
+            await until("the TUI standing aside again", lambda: not recorder.recording)
+            began = time.monotonic()
+            while time.monotonic() - began < 60:  # a minute together
+                assert second.poll() is None, second.stdout.read() if second.stdout else ""
+                assert not recorder.recording  # one writer: the service
+                await pilot.pause(1)
+            second.send_signal(signal.SIGTERM)
+            out, _ = second.communicate(timeout=60)
+            assert second.returncode == 0 and "Traceback" not in out, out
+
+    asyncio.run(scenario())
+    written = rows(db)
+    assert written[-1][0] - written[0][0] >= 60  # the minute together, and the handovers before it
+    for (ts0, _, boot0), (ts1, seconds1, boot1) in itertools.pairwise(written):
+        assert boot0 == boot1
+        start = ts1 - seconds1
+        # never two writers of the same seconds (two would overlap by whole rows; a row's start is its
+        # end scrape's time less its seconds, skewed by at most one poll)
+        assert start >= ts0 - 1.0, (ts0, ts1, seconds1)
+        assert start - ts0 < 5, (ts0, ts1, seconds1)  # a handover loses at most the seconds it takes

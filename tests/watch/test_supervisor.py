@@ -1,0 +1,76 @@
+"""`[supervise] restart = true`: the service restarts the last good profile after its engine died,
+within its budget, each restart recorded and sent; never after rigctl's own stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from tests.watch.harness import WatchRig, fired, wait_until
+
+
+def kill_engine(rig: WatchRig) -> int:
+    pid = rig.serving_pid()
+    os.killpg(pid, signal.SIGKILL)  # the OOM killer, a driver fault: nothing of rigctl's doing
+    return pid
+
+
+def serving(rig: WatchRig) -> str | None:
+    active: str | None = json.loads(rig.rigctl("status", "--json").stdout)["serving"]["active_profile"]
+    return active
+
+
+def count(rig: WatchRig, kind: str, state: str) -> int:
+    return sum(1 for c in rig.changes() if c["kind"] == kind and c["state"] == state)
+
+
+def test_a_killed_engine_is_restarted_within_the_budget_and_not_after_a_stop(watch_rig: WatchRig) -> None:
+    rig = watch_rig
+    rig.configure(supervise="restart = true\nmax_restarts = 2\n")
+    assert rig.rigctl("switch", "good").returncode == 0
+    watch = rig.watch()
+    wait_until("the service watching", lambda: (rig.state_dir / "alerts.json").is_file(), watch)
+    pids = []
+    for attempt in (1, 2):
+        pids.append(kill_engine(rig))
+        wait_until(f"death {attempt} said", lambda a=attempt: count(rig, "engine-died", "fired") == a, watch)
+        wait_until(f"restart {attempt} said", lambda a=attempt: count(rig, "restart", "event") == a, watch)
+        restart = [c for c in rig.changes() if c["kind"] == "restart"][-1]
+        assert restart["title"] == "engine restarted" and f"restart {attempt} of 2 this hour" in restart["text"], restart
+        assert serving(rig) == "good" and rig.serving_pid() not in pids
+    kill_engine(rig)  # a third death within the hour: the budget is spent
+    spent = rig.wait_change("the budget spent", fired("restart-budget", "event"), watch)
+    assert "2 restart(s) this hour already" in spent["text"] and spent["severity"] == "error"
+    assert count(rig, "restart", "event") == 2 and serving(rig) is None
+    check = rig.rigctl("status", "--check", "--window", "0.5")
+    assert check.returncode == 7 and check.stdout.startswith("down: "), check.stdout
+    # the owner starts it again, then stops it: rigctl's own stop is no death
+    assert rig.rigctl("start", "good").returncode == 0
+    rig.wait_change("the death cleared", fired("engine-died", "cleared"), watch)
+    assert rig.rigctl("stop").returncode == 0
+    deaths = count(rig, "engine-died", "fired")
+    time.sleep(3)  # fifteen of the service's polls
+    assert count(rig, "engine-died", "fired") == deaths and count(rig, "restart", "event") == 2 and serving(rig) is None
+    code, out = rig.stop_watch(watch)
+    assert code == 0 and "Traceback" not in out, out
+    recorded = [(e["kind"], e["state"]) for e in json.loads(rig.rigctl("report", "--json").stdout)["alerts"]]
+    assert recorded.count(("restart", "event")) == 2 and recorded.count(("engine-died", "fired")) == 3
+    assert ("restart-budget", "event") in recorded
+
+
+def test_without_supervise_a_death_is_said_and_nothing_restarts(watch_rig: WatchRig) -> None:
+    rig = watch_rig
+    rig.configure()
+    assert rig.rigctl("switch", "good").returncode == 0
+    watch = rig.watch()
+    wait_until("the service watching", lambda: (rig.state_dir / "alerts.json").is_file(), watch)
+    pid = kill_engine(rig)
+    died = rig.wait_change("the death", fired("engine-died"), watch)
+    assert f"good: the vLLM process is gone (pid {pid})" in died["text"]
+    text = rig.rigctl("status").stdout
+    assert "  alert: engine died: good: the vLLM process is gone" in text, text
+    time.sleep(2)
+    assert serving(rig) is None and count(rig, "restart", "event") == 0
+    rig.stop_watch(watch)
