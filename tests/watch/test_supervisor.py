@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 
 from tests.watch.harness import WatchRig, fired, wait_until
 
@@ -26,6 +27,10 @@ def count(rig: WatchRig, kind: str, state: str) -> int:
     return sum(1 for c in rig.changes() if c["kind"] == kind and c["state"] == state)
 
 
+def counted(rig: WatchRig, kind: str, state: str, times: int) -> Callable[[], bool]:
+    return lambda: count(rig, kind, state) == times
+
+
 def test_a_killed_engine_is_restarted_within_the_budget_and_not_after_a_stop(watch_rig: WatchRig) -> None:
     rig = watch_rig
     rig.configure(supervise="restart = true\nmax_restarts = 2\n")
@@ -35,8 +40,8 @@ def test_a_killed_engine_is_restarted_within_the_budget_and_not_after_a_stop(wat
     pids = []
     for attempt in (1, 2):
         pids.append(kill_engine(rig))
-        wait_until(f"death {attempt} said", lambda a=attempt: count(rig, "engine-died", "fired") == a, watch)
-        wait_until(f"restart {attempt} said", lambda a=attempt: count(rig, "restart", "event") == a, watch)
+        wait_until(f"death {attempt} said", counted(rig, "engine-died", "fired", attempt), watch)
+        wait_until(f"restart {attempt} said", counted(rig, "restart", "event", attempt), watch)
         restart = [c for c in rig.changes() if c["kind"] == "restart"][-1]
         assert restart["title"] == "engine restarted" and f"restart {attempt} of 2 this hour" in restart["text"], restart
         assert serving(rig) == "good" and rig.serving_pid() not in pids
