@@ -127,3 +127,37 @@ def test_a_link_in_the_records_place_is_one_line_and_never_written(rig: Rig, vic
         report = rig.rigctl("report")
         assert report.returncode == 1 and f"{rig.state_dir / name}: a symbolic link" in report.stderr, report.stderr
     assert untouched(victim)
+
+
+def test_a_link_in_place_of_the_watch_lock_is_one_line_and_never_written(rig: Rig, victim: Path) -> None:
+    rig.state_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(rig.state_dir, 0o700)
+    plant(rig.state_dir / "watch.lock", victim)
+    watched = rig.rigctl("watch", "--interval", "1", timeout=30)
+    assert watched.returncode == 1, watched.stderr
+    assert f"{rig.state_dir / 'watch.lock'}: a symbolic link" in watched.stderr, watched.stderr
+    assert watched.stderr.strip().splitlines()[-1].startswith("rigctl: ") and "Traceback" not in watched.stderr
+    assert untouched(victim)
+
+
+def test_a_planted_alerts_file_is_never_believed_nor_written_through(rig: Rig, victim: Path) -> None:
+    """alerts.json says what fires to status and status --check: a link there (or a file a dead
+    watcher left) is not a watcher's word, and the service replaces the link, never its target."""
+    assert rig.rigctl("switch", "good").returncode == 0
+    plant(rig.state_dir / "alerts.json", victim)
+    check = rig.rigctl("status", "--check", "--window", "0.5")
+    assert check.returncode == 0 and check.stdout.startswith("healthy: good serves"), check.stdout + check.stderr
+    assert "alerts: nothing watches this rig" in rig.rigctl("status").stdout
+    watch = rig.popen("watch", "--interval", "1")
+    try:
+        deadline = time.monotonic() + 60
+        while (rig.state_dir / "alerts.json").is_symlink() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not (rig.state_dir / "alerts.json").is_symlink() and untouched(victim)
+        assert "alerts: nothing watches" not in rig.rigctl("status").stdout
+    finally:
+        watch.terminate()
+        watch.communicate(timeout=60)
+    assert watch.returncode == 0
+    assert "alerts: nothing watches this rig" in rig.rigctl("status").stdout  # its file went with it
+    rig.check_invariants()

@@ -92,6 +92,37 @@ def test_engine_death_notifies(serve_ctx: ServeContext) -> None:
     asyncio.run(scenario())
 
 
+def test_an_alert_is_a_notification_and_a_mark_on_the_serving_bar_until_it_clears(
+    serve_ctx: ServeContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from rigctl.sim.rig import SimulatedBackend
+
+    faults = tmp_path / "gpu-faults.json"
+    monkeypatch.setenv("RIGCTL_SIM_GPU_FAULTS", str(faults))
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), serve_ctx, poll_interval=None)
+    seen = Seen()
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+            await poll(app, pilot)
+            assert "alert" not in screen_text(app)
+            faults.write_text(json.dumps({"lost": [1]}))
+            await poll(app, pilot)
+            lost = [n for n in seen.notifications if n.title == "GPU1 lost"]
+            assert len(lost) == 1 and lost[0].severity == "error" and "GpuIsLost" in lost[0].message
+            await poll(app, pilot)
+            assert "▲ 1 alert: GPU1 lost" in screen_text(app)  # it lasts after the notification fades
+            faults.unlink()
+            await poll(app, pilot)
+            assert [n.title for n in seen.notifications if n.title.startswith("cleared")] == ["cleared: GPU1 lost"]
+            assert "▲" not in screen_text(app)
+
+    asyncio.run(scenario())
+
+
 def test_theme_is_remembered_and_comments_kept(serve_ctx: ServeContext) -> None:
     path = write_config("# my rig\n[tui]\n# the refresh I like\nrig_interval = 1.0\n")
     app = app_for(serve_ctx, load_settings())
