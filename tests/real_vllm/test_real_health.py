@@ -1,12 +1,17 @@
-"""`rigctl status --check` against the real vLLM CPU build: healthy while it serves, down (the
-process gone) once something other than rigctl killed it."""
+"""`rigctl status --check` and `rigctl watch` against the real vLLM CPU build: healthy while it
+serves, down (the process gone) once something other than rigctl killed it, and the death alerted."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sqlite3
+import sys
 import time
+from pathlib import Path
+
+import httpx
 
 from tests.real_vllm.conftest import RealRig
 
@@ -33,3 +38,54 @@ def test_healthy_while_it_serves_then_down_once_killed(real: RealRig) -> None:
         time.sleep(0.5)
     assert code == 7 and answer["check"] == "down", answer
     assert answer["cause"] == f"the server of tiny (pid {pid}) is gone"
+
+
+HOOK = "import sys\nwith open(sys.argv[1], 'a') as out:\n    out.write(sys.stdin.read())\n"
+
+
+def test_the_watch_service_is_quiet_while_it_serves_and_says_the_death_once_killed(real: RealRig, tmp_path: Path) -> None:
+    """The alerts judged from the real engine's metrics: no false alarm from a healthy engine under
+    traffic (low limits, so a misread figure would fire), the death said on the hook's stdin."""
+    hook, said = tmp_path / "hook.py", tmp_path / "said.jsonl"
+    hook.write_text(HOOK)
+    config = real.config_dir / "config.toml"
+    kept = config.read_text()
+    command = json.dumps([sys.executable, str(hook), str(said)])
+    config.write_text(f"{kept}[alerts]\nstall_s = 5\nqueue_s = 2\nkv_full_s = 5\ncommand = {command}\n")
+    try:
+        started = real.rigctl("switch", "tiny", timeout=400)
+        assert started.returncode == 0, started.stdout + started.stderr
+        watch = real.popen("watch", "--interval", "1")
+        url = f"http://127.0.0.1:{real.port}/v1/completions"
+        for i in range(12):
+            done = httpx.post(url, json={"model": "tiny", "prompt": f"{i} hello", "max_tokens": 16}, timeout=120)
+            assert done.status_code == 200, done.text
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(rows(real)) < 5:
+            time.sleep(0.5)
+        assert len(rows(real)) >= 5 and sum(r[1] for r in rows(real)) > 0  # recorded, with its traffic
+        assert not said.exists() or not said.read_text().strip(), said.read_text()  # quiet while healthy
+        pid = real.record()["pid"]
+        os.killpg(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (said.exists() and "engine-died" in said.read_text()):
+            time.sleep(0.2)
+        change = json.loads(said.read_text().splitlines()[0])
+        assert change["kind"] == "engine-died" and change["state"] == "fired", change
+        assert f"tiny: the vLLM process is gone (pid {pid})" in change["text"]
+        watch.send_signal(signal.SIGTERM)
+        out, _ = watch.communicate(timeout=60)
+        assert watch.returncode == 0 and "Traceback" not in out, out
+        report = json.loads(real.rigctl("report", "--json", timeout=60).stdout)
+        assert [(e["kind"], e["state"]) for e in report["alerts"]] == [("engine-died", "fired")]
+    finally:
+        config.write_text(kept)
+
+
+def rows(real: RealRig) -> list[tuple[float, float]]:
+    """(ts, generation tokens) of each row recorded."""
+    db = real.state_dir / "record.sqlite"
+    if not db.is_file():
+        return []
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute("SELECT ts, generation_tokens FROM samples ORDER BY ts"))
