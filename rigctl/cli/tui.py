@@ -29,8 +29,30 @@ def register(sub: common.Subparsers) -> None:
     parser.set_defaults(handler=run_demo)
 
 
+def terminal_problem(term: str | None, is_tty: bool) -> str | None:
+    """Why this terminal cannot draw the TUI, or None. Textual on a dumb terminal or a pipe prints
+    escape codes nobody reads (or hangs waiting for a size), so it is refused before anything starts."""
+    if not is_tty:
+        return "standard output is not a terminal"
+    if not term or term == "dumb":
+        return f"TERM={term or '(unset)'} is a terminal the TUI cannot draw on"
+    return None
+
+
+def refuse_dumb_terminal() -> None:
+    import sys
+
+    from rigctl.errors import RigctlError
+
+    problem = terminal_problem(os.environ.get("TERM"), sys.stdout.isatty())
+    if problem:
+        raise RigctlError(f"{problem}: `rigctl status` and `rigctl gpus --watch` show the rig as text")
+
+
 def run_tui(args: argparse.Namespace, initial: str | None = None) -> int:
     from rigctl.cli.serving import make_context
+
+    refuse_dumb_terminal()
     from rigctl.tui.app import make_app  # Textual is only imported here
 
     ctx = make_context(args, with_host=True)  # the TUI header shows the host's figures too
@@ -94,6 +116,7 @@ def prepare_demo_home(rig: str, profile: str | None = None) -> tuple[Path, str]:
 def run_demo(args: argparse.Namespace) -> int:
     from rigctl.backends import selected_sim
 
+    refuse_dumb_terminal()  # before a simulator is started for a TUI that cannot be drawn
     rig = selected_sim(getattr(args, "sim", None)) or DEMO_RIG
     args.sim = rig
     home, first = prepare_demo_home(rig, args.profile)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from textual.command import CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
@@ -70,6 +70,10 @@ async def check_boot(app: RigApp, pilot: Pilot[Any]) -> None:
     assert isinstance(app.screen, BootScreen) and app.screen.done
 
 
+def log_title(app: RigApp) -> str:
+    return str(app.screen.query_one(".log-title", Static).content)
+
+
 async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> None:
     """What pressing the key of `action` must have done."""
     if action == "app.help":
@@ -100,6 +104,19 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
             assert table.row_count >= 1  # the profiles, or the one boot recorded
     elif action == "screen.clear":
         assert app.screen.query_one(ServerLog).line_count == 0
+    elif action == "screen.back":  # escape on the log screen, no search open
+        assert app.screen.id == "dashboard"
+    elif action == "screen.own_polls":  # hidden by default: o shows them
+        assert "rigctl's polls hidden" not in log_title(app)
+    elif action == "screen.problems":
+        assert "warnings and errors only (w)" in log_title(app)
+    elif action == "screen.search":
+        box = app.screen.query_one("#log-search", Input)
+        assert box.has_class("-open") and box.has_focus
+        await pilot.press("escape")
+        assert not box.has_class("-open") and not box.has_focus and app.screen.id == "logs"
+    elif action == "screen.next_match":
+        assert seen.notified("nothing searched yet")
     elif action == "app.pop_screen":
         assert not isinstance(app.screen, BootScreen) and app.screen.id == "dashboard"
     elif action == "screen.answer('cut')":  # nothing runs on the restart's server: c does nothing there

@@ -7,6 +7,8 @@ the GPUs, so the dashboard still repaints once a second.
 
 from __future__ import annotations
 
+from collections import deque
+
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -14,9 +16,10 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from rigctl.config import Settings
+from rigctl.serve.logfilter import LogFilter
 from rigctl.serve.logtail import TailReader
 from rigctl.tui.messages import LogLines
-from rigctl.tui.widgets.server_log import ServerLog
+from rigctl.tui.widgets.server_log import LogHighlighter, ServerLog
 from rigctl.tui.widgets.tail_view import TailView
 
 # Seconds between reads. Each read that finds lines scrolls and repaints the visible tail,
@@ -39,6 +42,10 @@ class LogTail(Vertical):
         self.hide_own_polls = hide_own_polls
         self.following = False
         self.reader: TailReader | None = None
+        # a full view keeps every line it read, so a filter changed later shows what it hid
+        self.lines: deque[str] | None = deque(maxlen=scrollback) if scrollback else None
+        self.filter = LogFilter(show_own_polls=not hide_own_polls)  # a full view reads them all, hides them here
+        self.title = "server log"
 
     def compose(self) -> ComposeResult:
         yield Static("server log", classes="log-title")
@@ -49,7 +56,7 @@ class LogTail(Vertical):
         if on and not self.following:
             self.following = True
             if self.read_every is None:
-                self.reader = TailReader(self.settings, self.hide_own_polls)  # closed by its reader
+                self.reader = TailReader(self.settings, self.hide_own_polls and not self.scrollback)  # closed by its reader
             else:
                 self._follow(self.read_every)
         elif not on and self.following:
@@ -63,11 +70,31 @@ class LogTail(Vertical):
 
     def clear(self) -> None:
         self.view.clear()
+        if self.lines is not None:
+            self.lines.clear()
+
+    def set_filter(self, wanted: LogFilter) -> None:
+        """Show the kept lines again through `wanted` (a full view; a tail filters as it reads)."""
+        self.filter = wanted
+        view = self.view
+        if isinstance(view, ServerLog) and isinstance(view.highlighter, LogHighlighter):
+            view.highlighter.search = wanted.search
+        if self.lines is not None:
+            view.clear()
+            view.write_lines([line for line in self.lines if wanted.keep(line)])
+        self._retitle(self.title)
+
+    def _write(self, lines: list[str]) -> None:
+        if self.lines is not None:
+            self.lines.extend(lines)
+            lines = [line for line in lines if self.filter.keep(line)]
+        if lines:
+            self.view.write_lines(lines)
 
     @work(thread=True, exclusive=True, group="follow-log", exit_on_error=False, description="Following the log")
     def _follow(self, every: float) -> None:
         worker = get_current_worker()
-        reader = TailReader(self.settings, self.hide_own_polls)
+        reader = TailReader(self.settings, self.hide_own_polls and not self.scrollback)
         try:
             while not worker.is_cancelled:
                 title, lines = reader.read()
@@ -84,14 +111,15 @@ class LogTail(Vertical):
         if reader is not self.reader:
             return
         if title is not None:
-            self.view.clear()  # a fresh reader starts again from the log's last lines
+            self.clear()  # a fresh reader starts again from the log's last lines
             self._retitle(title)
-        if lines:
-            self.view.write_lines(lines)
+        self._write(lines)
 
     def _retitle(self, title: str) -> None:
-        self.query_one(".log-title", Static).update(title)
+        self.title = title
+        said = self.filter.describe() if self.lines is not None else ""
+        self.query_one(".log-title", Static).update(f"{title}  ({said})" if said else title)
 
     def on_log_lines(self, message: LogLines) -> None:
         message.stop()
-        self.view.write_lines(message.lines)
+        self._write(message.lines)

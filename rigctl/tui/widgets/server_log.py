@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.widgets import Log
 
-ERROR = re.compile(r"\b(ERROR|CRITICAL|Traceback|Error:|Exception|OutOfMemoryError|failed)\b")
-WARNING = re.compile(r"\bWARNING\b")
+from rigctl.serve.logfilter import level_of
+
 MAX_LINES = 5000
 
 
 class LogHighlighter(Highlighter):
+    search = ""  # a sought word, marked where it appears
+
     def highlight(self, text: Text) -> None:
         plain = text.plain
-        if ERROR.search(plain):
+        level = level_of(plain)
+        if level == "error":
             text.stylize("bold red")
-        elif WARNING.search(plain):
+        elif level == "warning":
             text.stylize("yellow")
         elif "Application startup complete" in plain or "KV cache size" in plain:
             text.stylize("green")
+        if self.search:
+            text.highlight_words([self.search], "reverse", case_sensitive=False)
 
 
 class ServerLog(Log):

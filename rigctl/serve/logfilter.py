@@ -1,0 +1,50 @@
+"""What of the server's log to show: vLLM's own words without rigctl's polling of it (the access
+lines of /metrics, /health, /v1/models every second bury them), optionally warnings and errors
+only, and the lines a search matches. Pure: the log screen keeps the lines and asks."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from rigctl.serve.logtail import OWN_POLLS
+
+ERROR = re.compile(r"\b(ERROR|CRITICAL|Traceback|Error:|Exception|OutOfMemoryError|failed)\b")
+WARNING = re.compile(r"\bWARNING\b")
+
+Level = Literal["error", "warning", "info"]
+
+
+def level_of(line: str) -> Level:
+    if ERROR.search(line):
+        return "error"
+    if WARNING.search(line):
+        return "warning"
+    return "info"
+
+
+@dataclass(frozen=True)
+class LogFilter:
+    show_own_polls: bool = False
+    problems_only: bool = False  # warnings and errors (a traceback's lines count as the error's)
+    search: str = ""
+
+    def keep(self, line: str) -> bool:
+        if not self.show_own_polls and OWN_POLLS.search(line):
+            return False
+        return not self.problems_only or level_of(line) != "info"
+
+    def matches(self, line: str) -> bool:
+        return bool(self.search) and self.search.lower() in line.lower()
+
+    def describe(self) -> str:
+        """What the title says is hidden or sought, so a filtered view never passes for the whole log."""
+        said = []
+        if not self.show_own_polls:
+            said.append("rigctl's polls hidden (o)")
+        if self.problems_only:
+            said.append("warnings and errors only (w)")
+        if self.search:
+            said.append(f"/{self.search} (n: next)")
+        return "; ".join(said)
