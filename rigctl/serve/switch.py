@@ -176,9 +176,9 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
         last_good = (
             fallback.profile.name if fallback else ((record.profile if record else None) or (state.last_good if state else None))
         )
-        if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
-            return _refused(ctx, target, "the state file cannot be written", record.profile if record else None)
-        try:
+        try:  # from the state's write on: a Ctrl-C landing just after it must not leave it saying "switching"
+            if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
+                return _refused(ctx, target, "the state file cannot be written", record.profile if record else None)
             return _transaction(ctx, prepared, running, last_good, options)
         except KeyboardInterrupt:
             return _left(ctx, target, last_good, began)
