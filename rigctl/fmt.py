@@ -85,6 +85,16 @@ def latency(value: float | None) -> str:
     return f"{value:.2f} s" if value < 100 else f"{value:.0f} s"
 
 
+def rate(bytes_per_s: float | None) -> str:
+    """A bus rate, short: 2.4G, 310M, 12K (bytes a second), n/a when unknown."""
+    if not known(bytes_per_s):
+        return "n/a"
+    for unit, size in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if bytes_per_s >= size:
+            return f"{bytes_per_s / size:.1f}{unit}" if bytes_per_s < 10 * size else f"{bytes_per_s / size:.0f}{unit}"
+    return f"{bytes_per_s:.0f}"
+
+
 def pcie(gen: int | None, width: int | None) -> str:
     g = NA if not known(gen) else f"Gen{gen}"
     w = NA if not known(width) else f"x{width}"

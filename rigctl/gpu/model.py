@@ -128,6 +128,25 @@ class GpuSample:
     pstate: int | None = None
     throttle_reasons: tuple[str, ...] | None = None
     processes: tuple[GpuProcess, ...] | None = None
+    # bus traffic: PCIe as NVML gives it (KB/s over its own 20 ms window); NVLink as counters (KiB
+    # of payload since driver load, every active link summed) that two samples turn into a rate
+    pcie_tx_kbps: float | None = None
+    pcie_rx_kbps: float | None = None
+    nvlink_tx_kib: float | None = None
+    nvlink_rx_kib: float | None = None
+
+
+def nvlink_rates(before: GpuSample | None, after: GpuSample) -> tuple[float | None, float | None]:
+    """(TX, RX) NVLink payload in bytes/s between two samples of one GPU; None where a counter is
+    missing or went back (a driver reload)."""
+    if before is None or after.timestamp <= before.timestamp:
+        return None, None
+    seconds = after.timestamp - before.timestamp
+
+    def rate(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None or b < a else (b - a) * 1024 / seconds
+
+    return rate(before.nvlink_tx_kib, after.nvlink_tx_kib), rate(before.nvlink_rx_kib, after.nvlink_rx_kib)
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,13 @@ from rigctl.gpu.model import (
 from rigctl.gpu.nvml_codes import (
     FI_NVLINK_GET_SPEED,
     FI_NVLINK_SPEED_MBPS_COMMON,
+    FI_NVLINK_THROUGHPUT_DATA_RX,
+    FI_NVLINK_THROUGHPUT_DATA_TX,
     NVLINK_VERSION_NAMES,
     P2P_CAP_INDEX,
     P2P_STATUS_BY_CODE,
+    PCIE_UTIL_RX_BYTES,
+    PCIE_UTIL_TX_BYTES,
     TOPOLOGY_LABELS,
     board_pcie_width,
     throttle_names,
@@ -284,6 +288,7 @@ class NvmlBackend:
         util = q(index, "utilization", nv.nvmlDeviceGetUtilizationRates, handle)
         energy = q(index, "energy", nv.nvmlDeviceGetTotalEnergyConsumption, handle)
         reasons = q(index, "throttle", nv.nvmlDeviceGetCurrentClocksEventReasons, handle)
+        traffic = self._nvlink_traffic(index, handle)
         return GpuSample(
             index=index,
             timestamp=now,
@@ -303,7 +308,35 @@ class NvmlBackend:
             pstate=q(index, "pstate", nv.nvmlDeviceGetPerformanceState, handle),
             throttle_reasons=throttle_names(reasons) if reasons is not None else None,
             processes=self._processes(index, handle),
+            pcie_tx_kbps=self._pcie(index, handle, PCIE_UTIL_TX_BYTES),
+            pcie_rx_kbps=self._pcie(index, handle, PCIE_UTIL_RX_BYTES),
+            nvlink_tx_kib=traffic[0],
+            nvlink_rx_kib=traffic[1],
         )
+
+    def _pcie(self, index: int, handle: Any, counter: int) -> float | None:
+        """KB/s one way; asked no more once the driver said it cannot answer (each call samples
+        the bus for 20 ms inside the driver: not worth paying every second for an error)."""
+        if (index, "pcie_throughput") in self.unavailable:
+            return None
+        return _float(self._opt(index, "pcie_throughput", self._nvml.nvmlDeviceGetPcieThroughput, handle, counter))
+
+    def _nvlink_traffic(self, index: int, handle: Any) -> tuple[float | None, float | None]:
+        """The active links' payload counters, TX and RX summed, in one nvmlDeviceGetFieldValues
+        call a tick; none for a GPU without NVLink or a driver that does not count."""
+        links = [link.link for link in self._info.gpus[index].active_nvlinks] if index < len(self._info.gpus) else []
+        if not links or (index, "nvlink_throughput") in self.unavailable:
+            return None, None
+        wanted = [(field, link) for link in links for field in (FI_NVLINK_THROUGHPUT_DATA_TX, FI_NVLINK_THROUGHPUT_DATA_RX)]
+        fields = self._opt(index, "nvlink_throughput", self._nvml.nvmlDeviceGetFieldValues, handle, wanted)
+        if fields is None:
+            return None, None
+        values = [_field_value(field) for field in fields]
+        tx, rx = values[0::2], values[1::2]
+        if None in tx or None in rx:
+            self.unavailable[(index, "nvlink_throughput")] = "NotSupported"
+            return None, None
+        return sum(v or 0.0 for v in tx), sum(v or 0.0 for v in rx)
 
     def _temperature(self, index: int, handle: Any) -> float | None:
         nv = self._nvml

@@ -70,6 +70,10 @@ BENIGN_THROTTLE = frozenset({"idle", "app clocks", "sync boost", "display clock"
 # NVML field ids (nvmlDeviceGetFieldValues).
 FI_NVLINK_SPEED_MBPS_COMMON = 90
 FI_NVLINK_GET_SPEED = 164
+FI_NVLINK_THROUGHPUT_DATA_TX = 138  # KiB of payload sent on a link (scopeId), since driver load
+FI_NVLINK_THROUGHPUT_DATA_RX = 139
+PCIE_UTIL_TX_BYTES = 0  # nvmlPcieUtilCounter_t
+PCIE_UTIL_RX_BYTES = 1
 
 # NVML reports no GPU-only maximum width; these boards are wired for fewer than 16 lanes,
 # so an x8 link on them is not a slot limit. Everything else discrete is x16.

@@ -32,6 +32,15 @@ class _Thermal:
     temperature: float
     energy_j: float
     last: float
+    nvlink_kib: float = 0.0  # payload counter, one way (the all-reduce sends what it receives)
+
+
+# Bus traffic a busy TP rank makes: the decode's all-reduces over NVLink where the pair has it,
+# else over PCIe through the host bridge (what the PCIe owners watch); plus the host's own
+# traffic (inputs, sampled tokens). Plausible magnitudes, not measured ones.
+NVLINK_KIB_S_BUSY = 2.4e6
+PCIE_KB_S_ALLREDUCE = 1.6e6
+PCIE_KB_S_HOST = 0.15e6
 
 
 def _noise(*key: object) -> float:
@@ -114,6 +123,10 @@ class SimulatedBackend:
         state.temperature += (target - state.temperature) * (1 - math.exp(-dt / 30.0))
         state.energy_j += power * dt
         state.last = now
+        over_nvlink = gpu.nvlink_peer is not None
+        if over_nvlink:
+            state.nvlink_kib += load * NVLINK_KIB_S_BUSY * dt
+        pcie = load * (PCIE_KB_S_HOST + (0.0 if over_nvlink else PCIE_KB_S_ALLREDUCE)) * (1 + 0.05 * n("pcie"))
 
         util = load * 100 * (0.9 + 0.1 * n("util")) if busy else max(0.0, 1.5 + 1.5 * n("util"))
         processes = self._processes(gpu, claims)
@@ -139,6 +152,10 @@ class SimulatedBackend:
             pstate=2 if busy else 8,
             throttle_reasons=throttle,
             processes=processes,
+            pcie_tx_kbps=round(pcie),
+            pcie_rx_kbps=round(pcie * 0.97),
+            nvlink_tx_kib=round(state.nvlink_kib) if over_nvlink else None,
+            nvlink_rx_kib=round(state.nvlink_kib) if over_nvlink else None,
         )
 
     @staticmethod

@@ -272,3 +272,36 @@ def test_handles_are_kept_and_static_facts_read_once(lib: FakeNvmlLib) -> None:
 )
 def test_mask_to_ranges(words: list[int], expected: str | None) -> None:
     assert mask_to_ranges(words) == expected
+
+
+def test_pcie_and_nvlink_traffic_through_pynvml(lib: FakeNvmlLib) -> None:
+    """PCIe as NVML's KB/s, NVLink as each active link's payload counter summed (the fake counts
+    the same on its four links), batched in one field-values call a GPU a tick."""
+    from dataclasses import replace
+
+    from rigctl.gpu.model import nvlink_rates
+
+    with installed(lib):
+        backend = NvmlBackend()
+        before = backend.sample()[0]
+        lib.live[0].pcie_tx_kbps, lib.live[0].pcie_rx_kbps = 1_200_000, 300_000
+        lib.live[0].nvlink_tx_kib += 1024 * 1024  # 1 GiB a link
+        lib.live[0].nvlink_rx_kib += 512 * 1024
+        lib.calls.clear()
+        after = replace(backend.sample()[0], timestamp=before.timestamp + 2.0)
+    assert (after.pcie_tx_kbps, after.pcie_rx_kbps) == (1_200_000, 300_000)
+    tx, rx = nvlink_rates(before, after)
+    assert tx == 4 * 2**30 / 2 and rx == 4 * 2**29 / 2  # bytes/s over the 2 s, four links
+    assert lib.calls.count("nvmlDeviceGetFieldValues") == 2  # one per GPU, every link and direction in it
+
+
+def test_traffic_the_driver_cannot_give_is_none_and_not_asked_again() -> None:
+    lib = FakeNvmlLib(load_rig("2x4090-pcie"))  # no NVLink
+    lib.fail("nvmlDeviceGetPcieThroughput", pynvml.NVML_ERROR_NOT_SUPPORTED)
+    with installed(lib):
+        backend = NvmlBackend()
+        first = backend.sample()[0]
+        lib.calls.clear()
+        backend.sample()
+    assert first.pcie_tx_kbps is None and first.nvlink_tx_kib is None
+    assert "nvmlDeviceGetPcieThroughput" not in lib.calls and "nvmlDeviceGetFieldValues" not in lib.calls

@@ -54,6 +54,10 @@ class LiveGpu:
     pcie_width: int = 16
     pstate: int = 8
     clocks_event_reasons: int = 0x1
+    pcie_tx_kbps: int = 0  # what nvmlDeviceGetPcieThroughput answers (KB/s)
+    pcie_rx_kbps: int = 0
+    nvlink_tx_kib: int = 0  # each active link's payload counter (KiB since driver load)
+    nvlink_rx_kib: int = 0
     compute_processes: list[tuple[int, int]] = field(default_factory=list)  # (pid, bytes)
     graphics_processes: list[tuple[int, int]] = field(default_factory=list)
 
@@ -261,12 +265,15 @@ class FakeNvmlLib:
         code, index = self._check("nvmlDeviceGetFieldValues", handle)
         if code != SUCCESS:
             return code
-        g = self.spec.gpus[index]
+        g, live = self.spec.gpus[index], self.live[index]
         for value in ref._obj:
             speed = g.nvlink_speed_gbps
             if value.fieldId in (FI_NVLINK_GET_SPEED, FI_NVLINK_SPEED_MBPS_COMMON) and speed:
                 value.nvmlReturn, value.valueType = SUCCESS, pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
                 value.value.uiVal = round(speed * 1000)
+            elif value.fieldId in (138, 139) and g.nvlink_peer is not None and value.scopeId < g.nvlink_links:
+                value.nvmlReturn, value.valueType = SUCCESS, pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                value.value.ullVal = live.nvlink_tx_kib if value.fieldId == 138 else live.nvlink_rx_kib
             else:
                 value.nvmlReturn = NOT_SUPPORTED
         return SUCCESS
@@ -338,6 +345,11 @@ class FakeNvmlLib:
     def nvmlDeviceGetClockInfo(self, handle: Any, kind: Any, ref: Any) -> int:
         return self._scalar(
             "nvmlDeviceGetClockInfo", handle, ref, lambda g, l: l.sm_clock if kind.value == pynvml.NVML_CLOCK_SM else l.mem_clock
+        )
+
+    def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: Any, ref: Any) -> int:
+        return self._scalar(
+            "nvmlDeviceGetPcieThroughput", handle, ref, lambda g, l: l.pcie_tx_kbps if counter.value == 0 else l.pcie_rx_kbps
         )
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any, ref: Any) -> int:

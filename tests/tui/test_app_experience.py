@@ -35,7 +35,7 @@ def figures_shown(app: RigApp) -> list[str]:
     """The numbers the widgets were given, each of which must appear whole on the screen."""
     out = []
     for card in app.screen.query(GpuCard):
-        out += [card.texts["vram"], card.texts["power"], *card.texts["stats"].split("  ")]
+        out += [card.texts["vram"], card.texts["power"], *card.texts["stats"].split("  "), *card.texts["bus"].split("  ")]
     lines = app.screen.query_one(EnginePanel).lines
     out += re.findall(r"[\d,]+\.?\d*%?(?: tok| tok/s| GiB| W|x\))?", lines["kv"])
     out += [lines["load"], lines["latency"]]
@@ -179,7 +179,7 @@ def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     asyncio.run(scenario())
 
 
-def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_ctx: ServeContext) -> None:
+def test_rigctl_own_polls_are_hidden_on_the_dashboard_and_the_log_screen_until_o(serve_ctx: ServeContext) -> None:
     assert transaction.switch(serve_ctx, "good").status == "switched"
     app = app_for(serve_ctx)
 
@@ -199,6 +199,10 @@ def test_dashboard_tail_hides_rigctl_own_polls_the_log_screen_keeps_them(serve_c
             assert any("Application startup complete" in line for line in tail)
             assert not any('"GET /metrics HTTP/1.1" 200' in line for line in tail)
             await pilot.press("l")
+            full = await lines_of("log-screen-tail", pilot, "Application startup complete")
+            assert any("Application startup complete" in line for line in full)
+            assert not any('"GET /metrics HTTP/1.1" 200' in line for line in full)
+            await pilot.press("o")  # kept all along: shown now
             full = await lines_of("log-screen-tail", pilot, '"GET /metrics HTTP/1.1" 200')
             assert any('"GET /metrics HTTP/1.1" 200' in line for line in full)
 

@@ -1,4 +1,5 @@
-"""One card per GPU: VRAM and power bars, utilisation, temperature, clocks, PCIe, history.
+"""One card per GPU: VRAM and power bars, utilisation, temperature, clocks, the PCIe link and its
+traffic with NVLink's (during a TP decode: the all-reduce), history.
 
 One widget that renders its five lines itself: a card of six child widgets cost six style
 and render passes a second, which was most of the TUI's CPU beside vLLM.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from rigctl import fmt
-from rigctl.gpu.model import Gpu, GpuSample
+from rigctl.gpu.model import Gpu, GpuSample, nvlink_rates
 from rigctl.tui.levels import (
     level,
     power_fraction,
@@ -32,7 +33,7 @@ def fit(line: str, width: int) -> str:
 class GpuCard(LinesWidget):
     """Renders the sample it is given; never reads a backend itself."""
 
-    DEFAULT_CSS = "GpuCard { height: 7; }"
+    DEFAULT_CSS = "GpuCard { height: 8; }"
 
     def __init__(self, gpu: Gpu) -> None:
         super().__init__(id=f"gpu-card-{gpu.index}", classes="gpu-card")
@@ -43,6 +44,7 @@ class GpuCard(LinesWidget):
         self.texts: dict[str, str] = {}  # what each line says, for tests and the help's n/a notes
         self.fractions: dict[str, float | None] = {}
         self.sample: GpuSample | None = None
+        self._before: GpuSample | None = None  # the reading before: NVLink's counters make a rate of two
 
     def show(self, sample: GpuSample, fresh: bool = True) -> None:
         """`fresh`: a new reading, which joins the history (a redraw of the last one does not)."""
@@ -50,6 +52,8 @@ class GpuCard(LinesWidget):
         if fresh and not sample.lost:
             self._power.push(sample.power_w)
             self._util.push(sample.util_gpu)
+            if self.sample is not None and not self.sample.lost:
+                self._before = self.sample
         self._describe(sample)
         self.sample = sample
         self.update_lines()
@@ -57,7 +61,7 @@ class GpuCard(LinesWidget):
     def _describe(self, sample: GpuSample) -> None:
         gpu = self.gpu
         if sample.lost:
-            self.texts = {"vram": "LOST", "power": "LOST", "stats": "GPU is lost: reset or reboot", "clocks": ""}
+            self.texts = {"vram": "LOST", "power": "LOST", "stats": "GPU is lost: reset or reboot", "clocks": "", "bus": ""}
             self.fractions = {"vram": None, "power": None}
             return
         used = None if sample.memory_used is None else sample.memory_used + (sample.memory_reserved or 0)
@@ -70,8 +74,20 @@ class GpuCard(LinesWidget):
                 f"{fmt.pct(sample.fan_pct)}  P{sample.pstate if sample.pstate is not None else '?'}"
             ),
             "clocks": f"SM {fmt.mhz(sample.sm_clock)}  PCIe {link.replace('Gen', 'G').replace(' x', 'x')}",
+            "bus": self._bus(sample),
         }
         self.fractions = {"vram": vram_fraction(gpu, sample), "power": power_fraction(gpu, sample)}
+
+    def _bus(self, sample: GpuSample) -> str:
+        """PCIe and NVLink traffic, received and sent a second (↓ ↑); NVLink only where it is."""
+        kb = 1000.0  # NVML's PCIe throughput is in KB/s
+        rx = sample.pcie_rx_kbps * kb if sample.pcie_rx_kbps is not None else None
+        tx = sample.pcie_tx_kbps * kb if sample.pcie_tx_kbps is not None else None
+        line = f"PCIe ↓{fmt.rate(rx)} ↑{fmt.rate(tx)}"
+        if self.gpu.active_nvlinks:
+            nv_tx, nv_rx = nvlink_rates(self._before, sample)
+            line += f"  NVL ↓{fmt.rate(nv_rx)} ↑{fmt.rate(nv_tx)}"
+        return line + " B/s"
 
     def build_lines(self, width: int) -> list[Text]:
         sample = self.sample
@@ -83,6 +99,7 @@ class GpuCard(LinesWidget):
             meter_line("PWR ", pf, self.texts["power"], width, level_style(self.app, level(pf, warn=0.9, hot=0.98))),
             Text(fit(self.texts["stats"], width), style=level_style(self.app, temperature_level(sample.temperature_c))),
             Text(fit(self.texts["clocks"], width)),
+            Text(fit(self.texts["bus"], width), style="dim" if "n/a" in self.texts["bus"] else ""),
             spark_pair(
                 self._power.snapshot(), self.gpu.power_limit_w or 0.0, self._util.snapshot(), width, theme_style(self.app, "accent")
             ),
