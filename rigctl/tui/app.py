@@ -39,6 +39,7 @@ from rigctl.tui.screens.dashboard import DashboardScreen
 from rigctl.tui.screens.help import HelpScreen, help_rows
 from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
+from rigctl.tui.screens.processes import ProcessesScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
 from rigctl.tui.theme import ThemeKeeper
 
@@ -48,6 +49,7 @@ SCREENS = {
     "logs": LogScreen,
     "history": HistoryScreen,
     "bench": BenchScreen,
+    "processes": ProcessesScreen,
 }
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
@@ -63,6 +65,7 @@ class RigApp(App[None]):
         Binding("l", "show_logs", "Logs", tooltip="the vLLM server log, followed"),
         Binding("h", "show_history", "History", tooltip="boots recorded: KV pool, load time, per profile"),
         Binding("B", "show_bench", "Bench", tooltip="bench runs: the one running now, the kept ones, their verdicts"),
+        Binding("P", "show_processes", "Procs", show=False, tooltip="the processes on each GPU: pid, user, vLLM role, memory"),
         Binding(
             "s",
             "pick_profile",
@@ -110,6 +113,7 @@ class RigApp(App[None]):
         self.logs = LogScreen(self.settings)
         self.history = HistoryScreen(id="history")
         self.bench = BenchScreen(id="bench")
+        self.processes = ProcessesScreen(id="processes")
         self.boot: BootScreen | None = None
         self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell, self._record_note) if record else None
         self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.settings, self.recorder)
@@ -202,6 +206,8 @@ class RigApp(App[None]):
             self._rig_failing = False
             self.dashboard.mark_stale(False)
         self.dashboard.show(snapshot)
+        if self.screen is self.processes:
+            self.processes.show(snapshot)
         self.alerts.on_rig(snapshot)
 
     def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:
@@ -392,6 +398,11 @@ class RigApp(App[None]):
 
     def action_show_bench(self) -> None:
         self.go("bench")
+
+    def action_show_processes(self) -> None:
+        self.go("processes")
+        if self.dashboard.last_snapshot is not None:
+            self.processes.show(self.dashboard.last_snapshot)
 
     def action_show_boot(self) -> None:
         if not self.is_screen_installed("boot"):

@@ -123,6 +123,28 @@ def test_an_alert_is_a_notification_and_a_mark_on_the_serving_bar_until_it_clear
     asyncio.run(scenario())
 
 
+def test_the_processes_on_each_gpu_on_the_cards_and_their_screen(serve_ctx: ServeContext) -> None:
+    import psutil
+    from textual.widgets import DataTable
+
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    app = app_for(serve_ctx)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await poll(app, pilot)
+            subtitles = [str(card.border_subtitle) for card in app.screen.query(GpuCard)]
+            assert [s.split(" ")[:2] for s in subtitles] == [["worker", "TP0"], ["worker", "TP1"]], subtitles
+            await pilot.press("P")
+            await poll(app, pilot)
+            table = app.screen.query_one("#processes-table", DataTable)
+            rows = [table.get_row_at(i) for i in range(table.row_count)]
+            assert [(r[0], r[3]) for r in rows] == [("GPU0", "worker TP0"), ("GPU1", "worker TP1")], rows
+            assert all(r[1].isdigit() and psutil.pid_exists(int(r[1])) and r[4].endswith("GiB") and r[5] for r in rows), rows
+
+    asyncio.run(scenario())
+
+
 def test_theme_is_remembered_and_comments_kept(serve_ctx: ServeContext) -> None:
     path = write_config("# my rig\n[tui]\n# the refresh I like\nrig_interval = 1.0\n")
     app = app_for(serve_ctx, load_settings())

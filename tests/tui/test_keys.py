@@ -78,7 +78,14 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
     """What pressing the key of `action` must have done."""
     if action == "app.help":
         await check_help(app, pilot)
-    elif action in ("app.show_dashboard", "app.show_profiles", "app.show_logs", "app.show_history", "app.show_bench"):
+    elif action in (
+        "app.show_dashboard",
+        "app.show_profiles",
+        "app.show_logs",
+        "app.show_history",
+        "app.show_bench",
+        "app.show_processes",
+    ):
         assert app.screen.id == action.removeprefix("app.show_")
     elif action == "app.pick_profile":
         assert app.screen.id == "profiles" and seen.notified("then s to switch")

@@ -55,6 +55,7 @@ class GpuCard(LinesWidget):
             if self.sample is not None and not self.sample.lost:
                 self._before = self.sample
         self._describe(sample)
+        self.border_subtitle = self.holders(sample)
         self.sample = sample
         self.update_lines()
 
@@ -77,6 +78,20 @@ class GpuCard(LinesWidget):
             "bus": self._bus(sample),
         }
         self.fractions = {"vram": vram_fraction(gpu, sample), "power": power_fraction(gpu, sample)}
+
+    @staticmethod
+    def holders(sample: GpuSample) -> str:
+        """Who holds the GPU, on the card's bottom border: the largest holder (its vLLM role where it
+        is vLLM's) and how many more; P lists them all."""
+        if sample.lost or sample.processes is None:
+            return ""
+        if not sample.processes:
+            return "no processes"
+        ranked = sorted(sample.processes, key=lambda p: -(p.used_memory or 0))
+        top = ranked[0]
+        who = top.vllm_role or (top.name or "?")[:18]
+        more = f" +{len(ranked) - 1}" if len(ranked) > 1 else ""
+        return f"{who} {fmt.gib(top.used_memory)}{more}"
 
     def _bus(self, sample: GpuSample) -> str:
         """PCIe and NVLink traffic, received and sent a second (↓ ↑); NVLink only where it is."""
