@@ -25,9 +25,10 @@ from rigctl import paths
 from rigctl.alerts.model import AlertChange
 from rigctl.errors import RigctlError, UnsafePath
 from rigctl.files import open_own
-from rigctl.record import events
+from rigctl.record import events, trends
 from rigctl.record.events import RecordedEvent
 from rigctl.record.rows import COUNTED, DOWNSAMPLED_S, Row, Timing, downsample
+from rigctl.record.trends import Trends
 
 SCHEMA_VERSION = 1
 BUSY_WAIT_S = 2.0
@@ -246,6 +247,17 @@ class RecordReader:
             return []
         at = order.index(boot)
         return self.rows(since, boots=order[max(0, at - 1) : at + 1])
+
+    def trends(self, since: float, until: float, buckets: int = 120) -> Trends:
+        """The window cut into `buckets`, each figure summed by SQLite (rigctl/record/trends.py)."""
+        bucket_s = (until - since) / buckets
+        return trends.build(
+            since,
+            until,
+            bucket_s,
+            self._query(*trends.bucket_query(since, until, bucket_s)),
+            self._query(*trends.boots_query(since, until)),
+        )
 
     def events(self, since: float | None = None, until: float | None = None) -> list[RecordedEvent]:
         """The alerts recorded in (since, until], oldest first (none from a record written before

@@ -41,6 +41,7 @@ from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.processes import ProcessesScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
+from rigctl.tui.screens.trends import TrendsScreen
 from rigctl.tui.theme import ThemeKeeper
 
 SCREENS = {
@@ -50,6 +51,7 @@ SCREENS = {
     "history": HistoryScreen,
     "bench": BenchScreen,
     "processes": ProcessesScreen,
+    "trends": TrendsScreen,
 }
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
@@ -65,6 +67,7 @@ class RigApp(App[None]):
         Binding("l", "show_logs", "Logs", tooltip="the vLLM server log, followed"),
         Binding("h", "show_history", "History", tooltip="boots recorded: KV pool, load time, per profile"),
         Binding("B", "show_bench", "Bench", tooltip="bench runs: the one running now, the kept ones, their verdicts"),
+        Binding("g", "show_trends", "Trends", tooltip="the serving record drawn: KV, hit rate, TTFT, tok/s, power, J/token"),
         Binding("P", "show_processes", "Procs", show=False, tooltip="the processes on each GPU: pid, user, vLLM role, memory"),
         Binding(
             "s",
@@ -114,6 +117,7 @@ class RigApp(App[None]):
         self.history = HistoryScreen(id="history")
         self.bench = BenchScreen(id="bench")
         self.processes = ProcessesScreen(id="processes")
+        self.trends = TrendsScreen(id="trends")
         self.boot: BootScreen | None = None
         self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell, self._record_note) if record else None
         self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.settings, self.recorder)
@@ -398,6 +402,9 @@ class RigApp(App[None]):
 
     def action_show_bench(self) -> None:
         self.go("bench")
+
+    def action_show_trends(self) -> None:
+        self.go("trends")
 
     def action_show_processes(self) -> None:
         self.go("processes")

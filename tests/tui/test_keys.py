@@ -19,6 +19,7 @@ from rigctl.tui.messages import Polled, SwitchFinished
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.help import HelpScreen, help_rows, key_label
+from rigctl.tui.screens.trends import TrendsScreen
 from rigctl.tui.widgets.server_log import ServerLog
 from tests.support import present
 from tests.tui.helpers import Seen, app_for, poll, screen_text, settle, wait_for, wait_switch
@@ -85,6 +86,7 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
         "app.show_history",
         "app.show_bench",
         "app.show_processes",
+        "app.show_trends",
     ):
         assert app.screen.id == action.removeprefix("app.show_")
     elif action == "app.pick_profile":
@@ -122,6 +124,8 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
         assert box.has_class("-open") and box.has_focus
         await pilot.press("escape")
         assert not box.has_class("-open") and not box.has_focus and app.screen.id == "logs"
+    elif action.startswith("screen.window("):
+        assert isinstance(app.screen, TrendsScreen) and action == f"screen.window('{app.screen.window}')"
     elif action == "screen.next_match":
         assert seen.notified("nothing searched yet")
     elif action == "app.pop_screen":

@@ -32,3 +32,30 @@ def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path, rig: str, size: t
         await poll(pilot.app, pilot)
 
     assert snap_compare(frozen_app(rig, tmp_path), terminal_size=size, run_before=run_before)
+
+
+def test_trends_snapshot(snap_compare: Any, tmp_path: Path, isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fixed week of record (tests/record/test_trends.py) at a frozen instant, in UTC."""
+    import time
+
+    from rigctl.record.store import RecordWriter
+    from tests.record.test_trends import NOW, week
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    writer = RecordWriter()
+    week(writer)
+    writer.close()
+    app = frozen_app("2x3090-nvlink", tmp_path)
+    app.trends.clock = lambda: NOW
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot.app, pilot)
+        await pilot.press("g", "3")
+        await settle(pilot.app, pilot)
+
+    try:
+        assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
