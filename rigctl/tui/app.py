@@ -62,6 +62,8 @@ class RigApp(App[None]):
     # One key map for every screen; screens add only their own verbs (s on profiles, c on logs).
     BINDINGS = [
         Binding("question_mark", "help", "Help", tooltip="this help: every key, and what n/a means"),
+        # right after help: the footer cuts from the right at 80 columns, and q must never be cut
+        Binding("q", "quit", "Quit", tooltip="quit rigctl (vLLM keeps serving)"),
         Binding("d", "show_dashboard", "Dash", tooltip="the dashboard: GPUs, engine, interconnect, log tail"),
         Binding("p", "show_profiles", "Profiles", tooltip="the profiles, each resolved and checked"),
         Binding("l", "show_logs", "Logs", tooltip="the vLLM server log, followed"),
@@ -81,7 +83,6 @@ class RigApp(App[None]):
         Binding("x", "stop", "Stop", show=False, tooltip="stop the vLLM server (asks first)"),
         Binding("r", "refresh", "Refresh", show=False, tooltip="sample the GPUs and /metrics now"),
         Binding("t", "change_theme", "Theme", show=False, tooltip="pick a theme; it is saved to config.toml"),
-        Binding("q", "quit", "Quit", tooltip="quit rigctl (vLLM keeps serving)"),
     ]
 
     def __init__(

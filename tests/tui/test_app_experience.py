@@ -239,3 +239,22 @@ def test_sixteen_colour_terminal_gets_the_ansi_theme_unless_one_is_configured() 
     assert initial_theme(load_settings(), "truecolor") == "textual-dark"
     write_config('[tui]\ntheme = "nord"\n')
     assert initial_theme(load_settings(), "standard") == "nord"  # the owner's choice wins
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_the_footer_keeps_quit_on_every_screen(isolated_dirs: Path, size: tuple[int, int]) -> None:
+    from rigctl.sim.rig import SimulatedBackend
+    from rigctl.tui.app import SCREENS
+    from tests.tui.helpers import settle
+
+    app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=size) as pilot:
+            for name in SCREENS:
+                app.go(name)
+                await settle(app, pilot)
+                footer = screen_text(app).splitlines()[-1]
+                assert "q Quit" in footer and "? Help" in footer, (name, footer)
+
+    asyncio.run(scenario())
