@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.worker import Worker, get_current_worker
 
 from rigctl.bench.live import read_live, settle
@@ -32,6 +33,7 @@ from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
 from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
+from rigctl.tui.palette import rig_commands
 from rigctl.tui.screens.bench import BenchScreen
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import CUT, ConfirmScreen
@@ -403,6 +405,11 @@ class RigApp(App[None]):
 
     def action_show_bench(self) -> None:
         self.go("bench")
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        store = self.serve.store if self.serve else None
+        yield from rig_commands(store, self.go, self.request_switch, self.action_restart, self.action_stop)
 
     def action_show_trends(self) -> None:
         self.go("trends")
