@@ -245,7 +245,7 @@ def test_sixteen_colour_terminal_gets_the_ansi_theme_unless_one_is_configured() 
 def test_the_footer_keeps_quit_on_every_screen(isolated_dirs: Path, size: tuple[int, int]) -> None:
     from rigctl.sim.rig import SimulatedBackend
     from rigctl.tui.app import SCREENS
-    from tests.tui.helpers import settle
+    from tests.tui.helpers import settle, wait_for
 
     app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=None)
 
@@ -254,7 +254,12 @@ def test_the_footer_keeps_quit_on_every_screen(isolated_dirs: Path, size: tuple[
             for name in SCREENS:
                 app.go(name)
                 await settle(app, pilot)
-                footer = screen_text(app).splitlines()[-1]
-                assert "q Quit" in footer and "? Help" in footer, (name, footer)
+
+                def footer() -> str:
+                    return screen_text(app).splitlines()[-1]
+
+                # drawn once the screen is up (a loaded machine takes a moment): then q must be on it
+                await wait_for(pilot, f"the footer of {name}", lambda: "? Help" in footer())
+                assert "q Quit" in footer(), (name, footer())
 
     asyncio.run(scenario())

@@ -37,18 +37,35 @@ def live_text(live: LiveBench | None) -> str:
     return head + f"   [{fmt.seconds(live.elapsed())} in]"
 
 
+# What decides first (the verdict, the change), then what was compared; the run's directory name
+# is the row's key and the report's title, not a column: at 80 columns nothing is cut.
+SHOWN = ("verdict", "change", "control -> candidate", "when", "gate")
+NARROW = 100  # below: the gate's metric is in the run's report only
+
+
+def shown(row: list[str], wide: bool = True) -> list[str]:
+    """A row of `rigctl bench list` (run, when, control -> candidate, gate, change, verdict) as the screen shows it."""
+    _run, when, compared, gate, change, verdict = row
+    cells = [verdict, change, compared, when[5:]]  # the year is in the run's name
+    return [*cells, gate] if wide else cells
+
+
 class BenchScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
         Binding("ctrl+r", "reload", "Reload", tooltip="read the kept runs again"),
     ]
 
+    rows: list[list[str]] | None = None
+    columns: tuple[str, ...] = ()
+
+    def on_resize(self) -> None:
+        if self.rows is not None and (self.size.width >= NARROW) != (len(self.columns) == len(SHOWN)):
+            self._show(self.rows, read_live())
+
     def compose(self) -> ComposeResult:
         yield Static(Text(live_text(None)), id="bench-live")
-        table: DataTable[str] = DataTable(id="bench-runs", cursor_type="row", zebra_stripes=True)
-        for column in ("run", "when", "control -> candidate", "gate", "change", "verdict"):
-            table.add_column(column, key=column)
-        yield table
+        yield DataTable(id="bench-runs", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="bench-report-box"):
             yield Static("pick a run (enter) to see its report", id="bench-report")
         yield Footer()
@@ -78,10 +95,17 @@ class BenchScreen(Screen[None]):
 
     def _show(self, rows: list[list[str]], live: LiveBench | None) -> None:
         self.query_one("#bench-live", Static).update(Text(live_text(live)))
+        self.rows = rows
         table = self.query_one(DataTable)
-        table.clear()
+        wide = self.size.width >= NARROW
+        columns = SHOWN if wide else SHOWN[:-1]
+        table.clear(columns=columns != self.columns)
+        if columns != self.columns:
+            self.columns = columns
+            for column in columns:
+                table.add_column(column, key=column)
         for row in reversed(rows):
-            table.add_row(*row, key=row[0])
+            table.add_row(*shown(row, wide), key=row[0])
         if not rows:
             self.query_one("#bench-report", Static).update(Text(f"no kept runs in {bench_dir()} yet"))
 

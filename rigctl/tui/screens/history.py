@@ -17,6 +17,9 @@ from rigctl import fmt
 from rigctl.serve.boots import BootRecord, read_all
 
 COLUMNS = ("when", "profile", "hash", "KV tokens", "conc", "max len", "GiB", "load s", "boot s")
+# below 120 columns: what a boot measured that a switch is judged by, each whole (the rest: 120+)
+NARROW_COLUMNS = ("when", "profile", "KV tokens", "max len", "boot s")
+WIDE = 120
 
 
 def history_cells(record: BootRecord) -> tuple[str, ...]:
@@ -40,14 +43,14 @@ class HistoryScreen(Screen[None]):
         Binding("ctrl+r", "reload", "Reload", tooltip="read history.jsonl again"),
     ]
 
+    records: list[BootRecord] | None = None
+    columns: tuple[str, ...] = ()
+
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="boots", id="history-tabs"):
             with TabPane("Boots", id="boots"):
                 yield Static("boots recorded by rigctl (history.jsonl), newest first", id="history-title")
-                table: DataTable[str] = DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-                for column in COLUMNS:
-                    table.add_column(column, key=column)
-                yield table
+                yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Served (7 days)", id="served"), VerticalScroll():
                 yield Static("reading the serving record...", id="served-report")
         yield Footer()
@@ -62,13 +65,28 @@ class HistoryScreen(Screen[None]):
     def _load(self) -> None:
         records = read_all()
         self.app.call_from_thread(self._show, records)
-        self.app.call_from_thread(self._show_served, served_text())
+        self.app.call_from_thread(self._show_served, served_text(width=max(40, self.size.width - 4)))
+
+    def on_resize(self) -> None:
+        if self.records is not None and self._columns_for_width() != self.columns:
+            self._show(self.records)
+
+    def _columns_for_width(self) -> tuple[str, ...]:
+        return COLUMNS if self.size.width >= WIDE else NARROW_COLUMNS
 
     def _show(self, records: list[BootRecord]) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
+        self.records = records
+        table = self.query_one("#history-table", DataTable)
+        columns = self._columns_for_width()
+        table.clear(columns=columns != self.columns)
+        if columns != self.columns:
+            self.columns = columns
+            for column in columns:
+                table.add_column(column, key=column)
+        picked = [COLUMNS.index(c) for c in columns]
         for record in reversed(records):
-            table.add_row(*history_cells(record))
+            cells = history_cells(record)
+            table.add_row(*(cells[i] for i in picked))
         title = self.query_one("#history-title", Static)
         title.update(
             f"{len(records)} boots recorded by rigctl, newest first"
@@ -80,7 +98,7 @@ class HistoryScreen(Screen[None]):
         self.query_one("#served-report", Static).update(Text(text))
 
 
-def served_text(days: float = 7.0) -> str:
+def served_text(days: float = 7.0, width: int | None = None) -> str:
     """`rigctl report --since 7d`, as text: what each profile did while it served."""
     from rigctl.config import load_settings
     from rigctl.errors import RigctlError
@@ -101,4 +119,14 @@ def served_text(days: float = 7.0) -> str:
             f"nothing recorded yet ({reader.path}): the TUI records while it runs, or run `rigctl watch` where nobody keeps it open"
         )
     left_out = "" if len(real) == len(rows) else "\n(the benches' own traffic is left out: rigctl report --bench)"
-    return render(by_profile(real, limits=limits), str(reader.path)) + left_out
+    columns = by_profile(real, limits=limits)
+    # the most recently served profiles, as many as fit `width` whole (a wrapped table is unreadable)
+    recent = sorted(columns, key=lambda c: max(r.ts for r in real if r.profile == c.profile), reverse=True)
+    for count in range(len(recent), 0, -1):
+        kept = [c for c in columns if c in recent[:count]]
+        text = render(kept, str(reader.path))
+        if width is None or count == 1 or max(len(line) for line in text.splitlines()) <= width:
+            break
+    more = len(columns) - len(kept)
+    hidden = f"\n({more} more profile(s) served this week: `rigctl report A B` compares any)" if more else ""
+    return text + hidden + left_out

@@ -4,6 +4,7 @@ command line. From the rig sample the dashboard already took: no NVML call of it
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -45,19 +46,38 @@ class ProcessesScreen(Screen[None]):
         for column in COLUMNS:
             table.add_column(column, key=column)
         yield table
+        yield Static("", id="processes-command")  # the highlighted row's whole command line
         yield Footer()
 
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        rows = self._shown or []
+        if 0 <= event.cursor_row < len(rows):
+            self.query_one("#processes-command", Static).update(Text(rows[event.cursor_row][-1]))
+
+    def on_resize(self) -> None:
+        rows, self._shown = self._shown, None
+        if rows is not None and self._last is not None:
+            self.show(self._last)
+
+    _last: RigSnapshot | None = None
+    _shown: list[tuple[str, ...]] | None = None
+
     def show(self, snapshot: RigSnapshot) -> None:
+        self._last = snapshot
         if not self.is_mounted:
             return
         table = self.query_one("#processes-table", DataTable)
         rows = process_rows(snapshot)
-        if rows == getattr(self, "_shown", None):
+        if rows == self._shown:
             return  # the same processes: no repaint, the cursor stays put
         self._shown = rows
         cursor = table.cursor_row
         table.clear()
+        # the command gets the width the other columns leave (its whole line is under the table)
+        others = [max(len(COLUMNS[i]), *(len(r[i]) for r in rows)) + 2 for i in range(len(COLUMNS) - 1)]
+        room = max(12, table.scrollable_content_region.width - sum(others) - 2)
         for row in rows:
-            table.add_row(*row)
+            command = row[-1] if len(row[-1]) <= room else row[-1][: room - 1] + "…"
+            table.add_row(*row[:-1], command)
         if rows:
             table.move_cursor(row=min(cursor, len(rows) - 1))

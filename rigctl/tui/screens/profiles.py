@@ -28,7 +28,9 @@ from rigctl.serve.statefiles import active_profile_name
 from rigctl.vllm.options import OptionTable
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
-NARROW_COLUMNS = COLUMNS[:-1]  # below 100 columns the KV dtype (not a first-class knob) is in the detail only
+# below 100 columns the KV dtype and async scheduling are in the detail pane only: a long profile
+# name and every figure of the rest fit 80 columns whole
+NARROW_COLUMNS = tuple(c for c in COLUMNS if c not in ("async", "kv"))
 NARROW = 100
 ACTIVE = "● "
 
