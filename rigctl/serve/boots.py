@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,23 @@ def read_history() -> History:
 def read_all() -> list[BootRecord]:
     """The boot records that could be read (damaged lines skipped: read_history names them)."""
     return read_history().records
+
+
+@dataclass(frozen=True)
+class BootEstimate:
+    seconds: float  # the median of the boots it is drawn from
+    boots: int
+
+    def describe(self, elapsed: float) -> str:
+        """`elapsed` against the estimate, for the boot panel: never a promise, a measured median."""
+        of = f"{elapsed:.0f} s of ~{self.seconds:.0f} s"
+        return of + (f" (its last {self.boots} boots' median)" if self.boots > 1 else " (its last boot)")
+
+
+def expected_boot(records: list[BootRecord], profile: str, last: int = 5) -> BootEstimate | None:
+    """How long `profile` takes to boot, from its last boots (a cold first boot, torch.compile's
+    cache filling, is one of them only until others follow); None before its first."""
+    mine = [r.boot_seconds for r in records if r.profile == profile][-last:]
+    if not mine:
+        return None
+    return BootEstimate(statistics.median(mine), len(mine))

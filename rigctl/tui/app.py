@@ -25,6 +25,7 @@ from rigctl.profiles.vllm_version import OptionTables
 from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
 from rigctl.serve import switch as transaction
+from rigctl.serve.boots import expected_boot, read_all
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.cost import SwitchCost, switch_cost
 from rigctl.serve.serving import ServingStatus, observe
@@ -317,7 +318,7 @@ class RigApp(App[None]):
         if self.boot is not None and self.is_screen_installed("boot"):
             self.uninstall_screen("boot")
             self.boot.remove()
-        self.boot = BootScreen(name)
+        self.boot = BootScreen(name, expected_boot(read_all(), name))
         self.install_screen(self.boot, "boot")
         self.push_screen("boot")
         self._serve_worker = self._run_serving(name, action)

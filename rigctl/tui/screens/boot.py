@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,6 +11,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from rigctl.serve.boots import BootEstimate
 from rigctl.tui.widgets.server_log import ServerLog
 
 STEPS_SHOWN = 8  # phases of the current boot shown at once
@@ -17,19 +20,35 @@ STEPS_SHOWN = 8  # phases of the current boot shown at once
 class BootScreen(Screen[None]):
     BINDINGS = [Binding("escape,enter", "app.pop_screen", "Close", tooltip="close the boot panel (the switch goes on)")]
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, estimate: BootEstimate | None = None) -> None:
+        """`estimate`: how long the target's last boots took (the history), for the ETA."""
         super().__init__(classes="boot-panel")
         self.target = target
+        self.estimate = estimate
+        self.began = time.monotonic()
         self.steps: list[tuple[str, str, str]] = []  # (kind, text, style)
         self.done = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="boot-body"):
-            yield Static(f"Switching to {self.target}...", id="boot-title")
+            yield Static(self._title(), id="boot-title")
             yield Static("", id="boot-steps")
             yield Static("", id="boot-outcome")
             yield ServerLog(id="boot-log", max_lines=500)
         yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+
+    def _title(self) -> str:
+        elapsed = time.monotonic() - self.began
+        if self.estimate is None:
+            return f"Switching to {self.target}... {elapsed:.0f} s (no boot of it recorded yet: no estimate)"
+        return f"Switching to {self.target}... {self.estimate.describe(elapsed)}"
+
+    def _tick(self) -> None:
+        if not self.done:
+            self.query_one("#boot-title", Static).update(self._title())
 
     def add_event(self, kind: str, text: str, profile: str | None, seconds: float | None) -> None:
         if kind in ("line", "command"):
