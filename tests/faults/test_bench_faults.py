@@ -10,8 +10,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ import pytest
 
 from tests.faults.rig import MountNamespace, Rig, private_mounts
 from tests.support.bench_rig import BenchRig
+from tests.support.waiting import wait_until
 
 LONGER = """description = "a run long enough to be interrupted"
 control = "seqs2"
@@ -46,20 +45,6 @@ def bench_rig(tmp_path: Path) -> Iterator[BenchRig]:
 
 def live(rig: Rig) -> dict[str, Any] | None:
     return rig.read_json(rig.state_dir / "bench" / "live.json")
-
-
-def wait_until(what: str, check: Any, proc: subprocess.Popen[str] | None = None, timeout: float = 120) -> Any:
-    """Poll `check` until it is truthy; fail loudly at the deadline or when `proc` ends first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        if proc is not None and proc.poll() is not None:
-            out = proc.stdout.read() if proc.stdout else ""
-            raise AssertionError(f"the bench ended (exit {proc.returncode}) before {what}:\n{out}")
-        time.sleep(0.05)
-    raise AssertionError(f"no {what} within {timeout} s")
 
 
 def measuring(rig: Rig, arm: int) -> Any:

@@ -9,12 +9,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.support.serving import add_profile, rigctl
+from tests.support.waiting import wait_until
 
 HOOK = textwrap.dedent(
     """\
@@ -98,20 +98,6 @@ class WatchRig:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate(timeout=30)
-
-
-def wait_until(what: str, check: Callable[[], Any], proc: subprocess.Popen[str] | None = None, timeout: float = 90) -> Any:
-    """Poll `check` until it is truthy; fail naming `what` at the deadline, or when `proc` ended first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        if proc is not None and proc.poll() is not None:
-            out = proc.stdout.read() if proc.stdout else ""
-            raise AssertionError(f"rigctl watch ended (exit {proc.returncode}) before {what}:\n{out}")
-        time.sleep(0.1)
-    raise AssertionError(f"no {what} within {timeout} s")
 
 
 def fired(kind: str, state: str = "fired") -> Callable[[dict[str, Any]], bool]:

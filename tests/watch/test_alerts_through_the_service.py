@@ -10,7 +10,8 @@ import time
 
 import httpx
 
-from tests.watch.harness import WatchRig, fired, wait_until
+from tests.support.waiting import wait_until
+from tests.watch.harness import WatchRig, fired
 
 
 def ask(port: int, model: str, prompt: str = "hello", tokens: int = 8, timeout: float = 120) -> None:

@@ -9,7 +9,8 @@ import signal
 import time
 from collections.abc import Callable
 
-from tests.watch.harness import WatchRig, fired, wait_until
+from tests.support.waiting import wait_until
+from tests.watch.harness import WatchRig, fired
 
 
 def kill_engine(rig: WatchRig) -> int:

@@ -19,6 +19,7 @@ from rigctl.bench.live import LiveBench, read_live
 from rigctl.bench.rawdir import RawDir, bench_dir
 from rigctl.bench.report import list_rows, reload, render
 from rigctl.errors import RigctlError
+from rigctl.tui.widgets.columns import clear_with_columns
 
 
 def live_text(live: LiveBench | None) -> str:
@@ -99,11 +100,7 @@ class BenchScreen(Screen[None]):
         table = self.query_one(DataTable)
         wide = self.size.width >= NARROW
         columns = SHOWN if wide else SHOWN[:-1]
-        table.clear(columns=columns != self.columns)
-        if columns != self.columns:
-            self.columns = columns
-            for column in columns:
-                table.add_column(column, key=column)
+        self.columns = clear_with_columns(table, columns, self.columns)
         for row in reversed(rows):
             table.add_row(*shown(row, wide), key=row[0])
         if not rows:

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from rigctl import fmt
 from rigctl.serve.boots import BootRecord, read_all
+from rigctl.tui.widgets.columns import clear_with_columns
 
 COLUMNS = ("when", "profile", "hash", "KV tokens", "conc", "max len", "GiB", "load s", "boot s")
 # below 120 columns: what a boot measured that a switch is judged by, each whole (the rest: 120+)
@@ -78,11 +79,7 @@ class HistoryScreen(Screen[None]):
         self.records = records
         table = self.query_one("#history-table", DataTable)
         columns = self._columns_for_width()
-        table.clear(columns=columns != self.columns)
-        if columns != self.columns:
-            self.columns = columns
-            for column in columns:
-                table.add_column(column, key=column)
+        self.columns = clear_with_columns(table, columns, self.columns)
         picked = [COLUMNS.index(c) for c in columns]
         for record in reversed(records):
             cells = history_cells(record)

@@ -25,6 +25,7 @@ from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve.boots import BootRecord, read_history
 from rigctl.serve.statefiles import active_profile_name
+from rigctl.tui.widgets.columns import clear_with_columns
 from rigctl.vllm.options import OptionTable
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
@@ -146,11 +147,7 @@ class ProfilesScreen(Screen[None]):
         table = self.query_one(DataTable)
         selected = self.selected_name
         columns = self._columns_for_width()
-        table.clear(columns=columns != self.columns)
-        if columns != self.columns:
-            self.columns = columns
-            for column in columns:
-                table.add_column(column, key=column)
+        self.columns = clear_with_columns(table, columns, self.columns)
         for entry in entries:
             if entry.profile is None or entry.spec is None:
                 cells = ["INVALID"] + [""] * (len(columns) - 2)
