@@ -109,6 +109,7 @@ def test_a_kept_run_reports_again_from_its_raw_files(promoted: Any) -> None:
 def test_the_tui_bench_screen_shows_kept_runs(promoted: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
+    from textual.coordinate import Coordinate
     from textual.widgets import DataTable
 
     from rigctl.backends import open_backend
@@ -128,7 +129,8 @@ def test_the_tui_bench_screen_shows_kept_runs(promoted: Any, monkeypatch: pytest
                 await pilot.pause(0.05)
                 if table.row_count:
                     break
-            assert table.row_count == 1 and table.get_row_at(0)[0] == Path(data["raw_dir"]).name
+            assert table.row_count == 1 and table.get_row_at(0)[0] == data["verdict"]  # the verdict first
+            assert table.coordinate_to_cell_key(Coordinate(0, 0)).row_key.value == Path(data["raw_dir"]).name
             await pilot.press("enter")
             for _ in range(100):
                 await pilot.pause(0.05)
