@@ -121,7 +121,8 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
         assert "warnings and errors only (w)" in log_title(app)
     elif action == "screen.search":
         box = app.screen.query_one("#log-search", Input)
-        assert box.has_class("-open") and box.has_focus
+        await wait_for(pilot, "the search box focused", lambda: box.has_focus)  # (Textual focuses on its next turn)
+        assert box.has_class("-open")
         await pilot.press("escape")
         assert not box.has_class("-open") and not box.has_focus and app.screen.id == "logs"
     elif action.startswith("screen.window("):

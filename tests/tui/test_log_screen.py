@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve.logfilter import LogFilter, level_of
@@ -17,6 +17,7 @@ from rigctl.tui.messages import LogLines
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.server_log import ServerLog
+from tests.tui.helpers import wait_for
 
 POLL = 'INFO:     127.0.0.1:51234 - "GET /metrics HTTP/1.1" 200 OK'
 LINES = [
@@ -61,6 +62,8 @@ def test_keys_filter_search_and_go_to_the_next_match(isolated_dirs: Path) -> Non
             assert "warnings and errors only (w)" in str(title.content)
             await pilot.press("w", "o")
             await pilot.press("slash")
+            box = app.screen.query_one("#log-search", Input)
+            await wait_for(pilot, "the search box focused", lambda: box.has_focus)  # else the letters are keys
             await pilot.press(*"loading", "enter")
             assert "/loading (n: next)" in str(title.content)
             screen = app.screen

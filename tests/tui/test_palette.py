@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 
 from textual.command import CommandPalette
+from textual.widgets import Input
 
 from rigctl.serve import switch as transaction
 from rigctl.serve.steps import ServeContext
 from rigctl.tui.screens.confirm import ConfirmScreen
-from tests.tui.helpers import app_for, poll, settle
+from tests.tui.helpers import app_for, poll, settle, wait_for
 
 
 def test_the_palette_lists_the_rigs_actions_and_a_switch_from_it_asks_first(serve_ctx: ServeContext) -> None:
@@ -25,6 +26,7 @@ def test_the_palette_lists_the_rigs_actions_and_a_switch_from_it_asks_first(serv
             assert {"Open trends", "Open processes", "Open logs"} <= set(titles)
             await pilot.press("ctrl+p")
             assert isinstance(app.screen, CommandPalette)
+            await wait_for(pilot, "the palette's input focused", lambda: isinstance(app.focused, Input))
             await pilot.press(*"Switch to alt")
             await pilot.pause(0.5)
             await pilot.press("enter")
@@ -32,10 +34,10 @@ def test_the_palette_lists_the_rigs_actions_and_a_switch_from_it_asks_first(serv
             assert isinstance(app.screen, ConfirmScreen) and "Switch to alt" in app.screen.question
             await pilot.press("n")  # declined: good keeps serving
             await pilot.press("ctrl+p")
+            await wait_for(pilot, "the palette's input focused", lambda: isinstance(app.focused, Input))
             await pilot.press(*"Open trends")
             await pilot.pause(0.5)
             await pilot.press("enter")
-            await pilot.pause()
-            assert app.screen.id == "trends"
+            await wait_for(pilot, "the trends screen", lambda: app.screen.id == "trends")
 
     asyncio.run(scenario())
