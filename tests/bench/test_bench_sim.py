@@ -139,7 +139,9 @@ def test_the_tui_bench_screen_shows_kept_runs(promoted: Any, monkeypatch: pytest
                     return text
         return ""
 
-    assert "verdict: PROMOTE" in asyncio.run(scenario())
+    shown = asyncio.run(scenario())
+    assert "verdict: PROMOTE" in shown
+    assert "by arm (the gate):" in shown and "1 control" in shown and "2 candidate" in shown and "3 control" in shown
 
 
 def test_a_candidate_that_is_its_control_is_not_promoted_and_holds_the_rig(bench_rig: BenchRig) -> None:

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from rigctl import fmt
+from rigctl.bench.arm_bars import arm_bars
 from rigctl.bench.live import LiveBench, read_live
 from rigctl.bench.rawdir import RawDir, bench_dir
 from rigctl.bench.report import list_rows, reload, render
@@ -113,7 +114,8 @@ class BenchScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="bench-report", exit_on_error=False, description="Reading a kept run")
     def _report(self, name: str) -> None:
         try:
-            text = render(reload(RawDir(bench_dir() / name)))
+            data = reload(RawDir(bench_dir() / name))
+            text = "\n".join(arm_bars(data, max(40, self.size.width - 4))) + "\n\n" + render(data)
         except (RigctlError, OSError, ValueError, KeyError) as exc:
             text = f"{name}: cannot be shown: {exc}"
         self.app.call_from_thread(self.query_one("#bench-report", Static).update, Text(text))
