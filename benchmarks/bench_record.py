@@ -33,8 +33,9 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rigctl.record.reader import RecordReader  # noqa: E402
 from rigctl.record.rows import DOWNSAMPLED_S, downsample  # noqa: E402
-from rigctl.record.store import RecordReader, RecordWriter  # noqa: E402
+from rigctl.record.store import RecordWriter  # noqa: E402
 from tests.record.test_recorder_sim import RecordRig  # noqa: E402
 
 

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.config import load_settings
     from rigctl.record import events
     from rigctl.record.derive import by_boot, by_profile, thresholds_of
-    from rigctl.record.store import RecordReader
+    from rigctl.record.reader import RecordReader
     from rigctl.record.table import render
 
     now = time.time()

@@ -162,8 +162,8 @@ def prefix_cache(record: ServerRecord) -> dict[str, Any] | None:
 def hit_rate_fall(record: ServerRecord, settings: Settings) -> Regression | None:
     """The switch to what serves now collapsed the hit rate, by the serving record."""
     from rigctl.record.derive import current_regression, thresholds_of
+    from rigctl.record.reader import RecordReader
     from rigctl.record.recorder import boot_key
-    from rigctl.record.store import RecordReader
 
     try:
         rows = RecordReader().switch_rows(boot_key(record))

@@ -9,8 +9,8 @@ import time
 from rigctl.config import Settings
 from rigctl.errors import RigctlError
 from rigctl.record.derive import Regression, current_regression, thresholds_of
+from rigctl.record.reader import RecordReader
 from rigctl.record.rows import Row
-from rigctl.record.store import RecordReader
 
 CHECK_EVERY_S = 60.0
 LOOK_BACK_S = 7 * 86400

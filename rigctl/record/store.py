@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import gc
 import json
 import os
 import sqlite3
@@ -25,10 +24,8 @@ from rigctl import paths
 from rigctl.alerts.model import AlertChange
 from rigctl.errors import RigctlError, UnsafePath
 from rigctl.files import open_own
-from rigctl.record import events, trends
-from rigctl.record.events import RecordedEvent
+from rigctl.record import events
 from rigctl.record.rows import COUNTED, DOWNSAMPLED_S, Row, Timing, downsample
-from rigctl.record.trends import Trends
 
 SCHEMA_VERSION = 1
 BUSY_WAIT_S = 2.0
@@ -99,7 +96,7 @@ def record_path() -> Path:
     return paths.state_dir() / "record.sqlite"
 
 
-def _refuse_links(path: Path) -> None:
+def refuse_links(path: Path) -> None:
     """SQLite follows a link where its file, its WAL or its shared memory should be: refuse one
     (rigctl may run as root; the link's target would be written)."""
     for one in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
@@ -109,7 +106,7 @@ def _refuse_links(path: Path) -> None:
             raise UnsafePath(one, "not a regular file where rigctl keeps its record (remove it)")
 
 
-def _check_schema(db: sqlite3.Connection, path: Path) -> bool:
+def check_schema(db: sqlite3.Connection, path: Path) -> bool:
     """True when the record has its table, in the shape this rigctl writes; False when it has none
     yet (an empty file is an empty record); RecordTrouble for another schema."""
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -139,12 +136,12 @@ def _check_schema(db: sqlite3.Connection, path: Path) -> bool:
 def _connect(path: Path) -> sqlite3.Connection:
     # one connection, used by whichever thread records (the TUI's, or the main thread headless);
     # RecordWriter serialises its use
-    _refuse_links(path)
+    refuse_links(path)
     # a short busy wait: a lock another program holds is waited out a row at a time (the recorder
     # keeps sampling meanwhile), not by blocking the recorder's loop for long
     db = sqlite3.connect(path, timeout=BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
     try:
-        _check_schema(db, path)
+        check_schema(db, path)
     except BaseException:
         db.close()
         raise
@@ -182,7 +179,7 @@ def _values(row: Row) -> tuple[Any, ...]:
     )
 
 
-def _row(values: tuple[Any, ...]) -> Row:
+def row_of(values: tuple[Any, ...]) -> Row:
     (ts, seconds, resolution, profile, boot, pool, kv_max, kv_seconds, running, waiting, *counted, finished, timings, energy) = (
         values
     )
@@ -203,87 +200,6 @@ def _row(values: tuple[Any, ...]) -> Row:
         energy,
         resolution,
     )
-
-
-class RecordReader:
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path or record_path()
-
-    def exists(self) -> bool:
-        return self.path.is_file()
-
-    def rows(
-        self,
-        since: float | None = None,
-        until: float | None = None,
-        profiles: list[str] | None = None,
-        boots: list[str] | None = None,
-    ) -> list[Row]:
-        where: list[str] = ["1=1"]
-        args: list[Any] = []
-        for column, value in (("ts >", since), ("ts <=", until)):
-            if value is not None:
-                where.append(f"{column} ?")
-                args.append(value)
-        for column, values in (("profile", profiles), ("boot", boots)):
-            if values:
-                where.append(f"{column} IN ({','.join('?' * len(values))})")
-                args += values
-        query = f"SELECT {', '.join(COLUMNS)} FROM samples WHERE {' AND '.join(where)} ORDER BY ts"
-        collecting = gc.isenabled()
-        gc.disable()  # building a month of rows set off the cycle collector hundreds of times: 3x the time
-        try:
-            return [_row(tuple(v)) for v in self._query(query, args)]
-        finally:
-            if collecting:
-                gc.enable()
-
-    def switch_rows(self, boot: str, look_back_s: float = 7 * 86400) -> list[Row]:
-        """The rows of `boot` and of the boot that served before it: all a hit-rate regression is
-        judged on (`rigctl status` and the TUI ask often; a month of rows is seconds of parsing)."""
-        since = time.time() - look_back_s
-        order = [b for (b,) in self._query("SELECT boot FROM samples WHERE ts > ? GROUP BY boot ORDER BY MIN(ts)", [since])]
-        if boot not in order:
-            return []
-        at = order.index(boot)
-        return self.rows(since, boots=order[max(0, at - 1) : at + 1])
-
-    def trends(self, since: float, until: float, buckets: int = 120) -> Trends:
-        """The window cut into `buckets`, each figure summed by SQLite (rigctl/record/trends.py)."""
-        bucket_s = (until - since) / buckets
-        return trends.build(
-            since,
-            until,
-            bucket_s,
-            self._query(*trends.bucket_query(since, until, bucket_s)),
-            self._query(*trends.boots_query(since, until)),
-        )
-
-    def events(self, since: float | None = None, until: float | None = None) -> list[RecordedEvent]:
-        """The alerts recorded in (since, until], oldest first (none from a record written before
-        rigctl kept them)."""
-        if not self._query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'events'", []):
-            return []
-        return [events.build(tuple(v)) for v in self._query(*events.select(since, until))]
-
-    def _query(self, query: str, args: list[Any]) -> list[tuple[Any, ...]]:
-        """Rows of `query`; none from a record that does not exist or has no table yet (an empty
-        file); RecordTrouble, in one line, for one that cannot be read."""
-        if not self.exists():
-            return []
-        try:
-            _refuse_links(self.path)
-            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
-        except (sqlite3.Error, OSError) as exc:
-            raise trouble(self.path, "cannot open the record", exc) from None
-        try:
-            if not _check_schema(db, self.path):
-                return []
-            return db.execute(query, args).fetchall()
-        except sqlite3.Error as exc:
-            raise trouble(self.path, "the record cannot be read", exc) from None
-        finally:
-            db.close()
 
 
 class RecordWriter:
@@ -365,7 +281,7 @@ class RecordWriter:
             dropped = self.db.execute("DELETE FROM samples WHERE ts <= ?", (oldest,)).rowcount
             events.drop_before(self.db, oldest)
             old = [
-                _row(tuple(v))
+                row_of(tuple(v))
                 for v in self.db.execute(
                     f"SELECT {', '.join(COLUMNS)} FROM samples WHERE resolution < ? AND ts <= ? ORDER BY ts",
                     (DOWNSAMPLED_S, cutoff),

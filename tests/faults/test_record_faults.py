@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from rigctl.record.reader import RecordReader
 from rigctl.record.rows import Row
-from rigctl.record.store import RecordReader, RecordWriter
+from rigctl.record.store import RecordWriter
 from tests.faults.rig import MountNamespace, Rig, crashed, private_mounts
 from tests.support.bad_servers import bad_server
 

@@ -10,8 +10,9 @@ import pytest
 
 from rigctl.engine.metrics import EngineSnapshot, Histogram
 from rigctl.record.derive import Thresholds, by_boot, by_profile, current_regression, figures, regressions
+from rigctl.record.reader import RecordReader
 from rigctl.record.rows import Row, Timing, downsample, increase, interval, merge_timings, quantile
-from rigctl.record.store import RecorderBusy, RecordReader, RecordWriter
+from rigctl.record.store import RecorderBusy, RecordWriter
 
 BUCKETS = (0.1, 0.5, 1.0, math.inf)
 

@@ -13,7 +13,8 @@ from textual.widgets import Static, TabbedContent
 from rigctl.config import load_settings
 from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
-from rigctl.record.store import RecorderBusy, RecordReader, RecordWriter
+from rigctl.record.reader import RecordReader
+from rigctl.record.store import RecorderBusy, RecordWriter
 from tests.record.test_derive import row
 from tests.tui.helpers import Seen, settle
 from tests.tui.test_profiles_screen import app_on

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rigctl.record.reader import RecordReader
 from rigctl.record.rows import Timing
-from rigctl.record.store import RecordReader, RecordWriter
+from rigctl.record.store import RecordWriter
 from rigctl.tui.chart import NO_DATA, chart, columns, mark_line, time_axis
 from tests.record.test_derive import row
 

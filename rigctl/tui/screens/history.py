@@ -100,8 +100,8 @@ def served_text(days: float = 7.0, width: int | None = None) -> str:
     from rigctl.config import load_settings
     from rigctl.errors import RigctlError
     from rigctl.record.derive import by_profile, thresholds_of
+    from rigctl.record.reader import RecordReader
     from rigctl.record.rows import bench_plan_of
-    from rigctl.record.store import RecordReader
     from rigctl.record.table import render
 
     reader = RecordReader()

@@ -19,7 +19,7 @@ from textual.widgets import Footer, Static
 
 from rigctl import fmt
 from rigctl.errors import RigctlError
-from rigctl.record.store import RecordReader
+from rigctl.record.reader import RecordReader
 from rigctl.record.trends import WINDOWS, Figure, Trends
 from rigctl.tui.chart import chart, mark_line, time_axis
 
