@@ -8,16 +8,14 @@ import time
 from collections.abc import Callable, Iterable
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.worker import Worker, get_current_worker
+from textual.worker import Worker
 
 from rigctl.bench.live import read_live, settle
 from rigctl.config import Settings, load_settings
-from rigctl.engine.poller import EngineState
 from rigctl.errors import RigctlError
-from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.jsonio import DamagedFile
 from rigctl.monitor import Monitor
@@ -28,13 +26,14 @@ from rigctl.serve import switch as transaction
 from rigctl.serve.boots import expected_boot, read_all
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.cost import SwitchCost, switch_cost
-from rigctl.serve.serving import ServingStatus, observe
+from rigctl.serve.serving import observe
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
 from rigctl.tui.alerting import TuiAlerts
-from rigctl.tui.messages import Polled, SwitchFinished, SwitchProgress
+from rigctl.tui.messages import SwitchFinished, SwitchProgress
 from rigctl.tui.palette import rig_commands
+from rigctl.tui.polling import PollingApp
 from rigctl.tui.screens.bench import BenchScreen
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import CUT, ConfirmScreen
@@ -59,7 +58,7 @@ SCREENS = {
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
 
-class RigApp(App[None]):
+class RigApp(PollingApp):
     CSS_PATH = "rigctl.tcss"
     TITLE = "rigctl"
     # One key map for every screen; screens add only their own verbs (s on profiles, c on logs).
@@ -163,73 +162,6 @@ class RigApp(App[None]):
 
     def _hit_rate_fell(self, regression: Regression) -> None:
         self.call_from_thread(self.alerts.on_regression, regression.describe())
-
-    # -- polling ---------------------------------------------------------------------
-    # One long-lived thread samples the GPUs each tick and posts one message, so the screen
-    # repaints once a second; the monitor polls the engine beside it (rigctl/monitor.py), and
-    # a tick carries whatever that poll finished. A worker per poll cost more than the poll
-    # (its state messages and a second repaint); see benchmarks/bench_tui.py.
-
-    def poll_now(self) -> None:
-        """Sample now: wakes the loop, or (no loop: tests, r before the first tick) runs one tick."""
-        if self._poll_loop_worker is not None and not self._poll_loop_worker.is_finished:
-            self._wake.set()
-        elif self._tick_worker is None or self._tick_worker.is_finished:
-            self._tick_worker = self._one_tick()
-
-    @work(thread=True, group="poll", exit_on_error=False, description="Sampling the GPUs and /metrics")
-    def _one_tick(self) -> None:
-        engine, serving = self.monitor.poll_engine_now()
-        tick = self.monitor.tick(False, self.dashboard.tail_reader)
-        self.post_message(Polled(tick.rig, engine, serving, list(tick.errors), tick.log))
-
-    @work(thread=True, group="poll-loop", exit_on_error=False, description="Sampling the GPUs and /metrics")
-    def _poll_loop(self, interval: float, metrics_interval: float) -> None:
-        worker = get_current_worker()
-        next_engine = 0.0
-        while not worker.is_cancelled:
-            started = time.monotonic()
-            woken = self._wake.is_set()
-            self._wake.clear()
-            engine_due = woken or started >= next_engine
-            if engine_due:
-                next_engine = started + metrics_interval - 0.05
-            tick = self.monitor.tick(engine_due, self.dashboard.tail_reader)
-            self.post_message(Polled(tick.rig, tick.engine, tick.serving, list(tick.errors), tick.log))
-            self._wake.wait(max(0.05, interval - (time.monotonic() - started)))
-
-    def on_polled(self, message: Polled) -> None:
-        with self.batch_update():  # one repaint for the whole tick
-            for source, error in message.errors:
-                self._poll_failed(source, error)
-            if message.rig is not None:
-                self._rig_sampled(message.rig)
-            if message.engine is not None and message.serving is not None:
-                self._engine_sampled(message.engine, message.serving)
-            if message.log is not None:
-                self.dashboard.show_log(*message.log)
-
-    def _rig_sampled(self, snapshot: RigSnapshot) -> None:
-        if self._rig_failing:
-            self._rig_failing = False
-            self.dashboard.mark_stale(False)
-        self.dashboard.show(snapshot)
-        if self.screen is self.processes:
-            self.processes.show(snapshot)
-        self.alerts.on_rig(snapshot)
-
-    def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:
-        self.dashboard.show_engine(state, serving)
-        self.alerts.on_engine(state, serving, switching=self.serving_action_running)
-
-    def _poll_failed(self, source: str, error: str) -> None:
-        if source != "rig":
-            self.notify(f"{source} poll failed: {error}", severity="warning")
-            return
-        if not self._rig_failing:  # notify once per outage, keep the last values marked stale
-            self._rig_failing = True
-            self.dashboard.mark_stale(True)
-            self.notify(f"GPU sampling failed: {error}", severity="error")
 
     # -- switch, restart, stop -------------------------------------------------------------
 

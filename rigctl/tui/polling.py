@@ -1,0 +1,100 @@
+"""The app's polling: one long-lived thread samples the GPUs each tick and posts one message, so
+the screen repaints once a second; the monitor polls the engine beside it (rigctl/monitor.py), and
+a tick carries whatever that poll finished. A worker per poll cost more than the poll (its state
+messages and a second repaint); see benchmarks/bench_tui.py. RigApp is this app with its screens,
+keys and serving actions."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from textual import work
+from textual.app import App
+from textual.worker import Worker, get_current_worker
+
+from rigctl.engine.poller import EngineState
+from rigctl.gpu.model import RigSnapshot
+from rigctl.monitor import Monitor
+from rigctl.serve.serving import ServingStatus
+from rigctl.tui.alerting import TuiAlerts
+from rigctl.tui.messages import Polled
+from rigctl.tui.screens.dashboard import DashboardScreen
+from rigctl.tui.screens.processes import ProcessesScreen
+
+
+class PollingApp(App[None]):
+    # set by RigApp's __init__
+    monitor: Monitor
+    dashboard: DashboardScreen
+    processes: ProcessesScreen
+    alerts: TuiAlerts
+    _wake: threading.Event
+    _poll_loop_worker: Worker[None] | None
+    _tick_worker: Worker[None] | None
+    _rig_failing: bool
+
+    @property
+    def serving_action_running(self) -> bool:
+        return False  # RigApp says when a switch, restart or stop runs
+
+    def poll_now(self) -> None:
+        """Sample now: wakes the loop, or (no loop: tests, r before the first tick) runs one tick."""
+        if self._poll_loop_worker is not None and not self._poll_loop_worker.is_finished:
+            self._wake.set()
+        elif self._tick_worker is None or self._tick_worker.is_finished:
+            self._tick_worker = self._one_tick()
+
+    @work(thread=True, group="poll", exit_on_error=False, description="Sampling the GPUs and /metrics")
+    def _one_tick(self) -> None:
+        engine, serving = self.monitor.poll_engine_now()
+        tick = self.monitor.tick(False, self.dashboard.tail_reader)
+        self.post_message(Polled(tick.rig, engine, serving, list(tick.errors), tick.log))
+
+    @work(thread=True, group="poll-loop", exit_on_error=False, description="Sampling the GPUs and /metrics")
+    def _poll_loop(self, interval: float, metrics_interval: float) -> None:
+        worker = get_current_worker()
+        next_engine = 0.0
+        while not worker.is_cancelled:
+            started = time.monotonic()
+            woken = self._wake.is_set()
+            self._wake.clear()
+            engine_due = woken or started >= next_engine
+            if engine_due:
+                next_engine = started + metrics_interval - 0.05
+            tick = self.monitor.tick(engine_due, self.dashboard.tail_reader)
+            self.post_message(Polled(tick.rig, tick.engine, tick.serving, list(tick.errors), tick.log))
+            self._wake.wait(max(0.05, interval - (time.monotonic() - started)))
+
+    def on_polled(self, message: Polled) -> None:
+        with self.batch_update():  # one repaint for the whole tick
+            for source, error in message.errors:
+                self._poll_failed(source, error)
+            if message.rig is not None:
+                self._rig_sampled(message.rig)
+            if message.engine is not None and message.serving is not None:
+                self._engine_sampled(message.engine, message.serving)
+            if message.log is not None:
+                self.dashboard.show_log(*message.log)
+
+    def _rig_sampled(self, snapshot: RigSnapshot) -> None:
+        if self._rig_failing:
+            self._rig_failing = False
+            self.dashboard.mark_stale(False)
+        self.dashboard.show(snapshot)
+        if self.screen is self.processes:
+            self.processes.show(snapshot)
+        self.alerts.on_rig(snapshot)
+
+    def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:
+        self.dashboard.show_engine(state, serving)
+        self.alerts.on_engine(state, serving, switching=self.serving_action_running)
+
+    def _poll_failed(self, source: str, error: str) -> None:
+        if source != "rig":
+            self.notify(f"{source} poll failed: {error}", severity="warning")
+            return
+        if not self._rig_failing:  # notify once per outage, keep the last values marked stale
+            self._rig_failing = True
+            self.dashboard.mark_stale(True)
+            self.notify(f"GPU sampling failed: {error}", severity="error")
