@@ -25,10 +25,10 @@ from rigctl.bench.plan import (
     Quality,
     Workload,
 )
+from rigctl.bench.plan_checks import PlanChecker
 from rigctl.bench.trace import REPLAYED, TracedRequest, read_dataset, read_trace
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
-from rigctl.toml_lines import key_lines, line_of
 
 
 def plans_dir() -> Path:
@@ -38,6 +38,11 @@ def plans_dir() -> Path:
 def shipped_plans_dir() -> Path:
     """Example plans shipped with rigctl (between shipped profiles); the user's win by name."""
     return Path(str(resources.files("rigctl.bench") / "plans"))
+
+
+def plan_names() -> list[str]:
+    """Every plan a name finds: the user's and the shipped ones, sorted."""
+    return sorted({p.stem for where in (plans_dir(), shipped_plans_dir()) if where.is_dir() for p in where.glob("*.toml")})
 
 
 def find_plan(name_or_path: str) -> Path:
@@ -51,7 +56,7 @@ def find_plan(name_or_path: str) -> Path:
     for where in (plans_dir(), shipped_plans_dir()):
         if (where / f"{name_or_path}.toml").is_file():
             return where / f"{name_or_path}.toml"
-    known = sorted({p.stem for where in (plans_dir(), shipped_plans_dir()) if where.is_dir() for p in where.glob("*.toml")})
+    known = plan_names()
     close = difflib.get_close_matches(name_or_path, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else (f"; plans there: {', '.join(known)}" if known else "")
     raise PlanError([f"no plan named {name_or_path!r} (looked for {candidate}){hint}"])
@@ -67,89 +72,6 @@ def load_plan(name_or_path: str) -> BenchPlan:
     except BadInputError as exc:
         raise PlanError([str(exc)]) from None
     return parse_plan(path, text)
-
-
-class _Checker:
-    """Reads typed values out of the plan's tables, noting each mistake with its line."""
-
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.lines = key_lines(text)
-        self.problems: list[str] = []
-
-    def problem(self, where: tuple[str, ...], message: str) -> None:
-        line = line_of(self.lines, *where)
-        key = ".".join(p for p in where if not p.isdigit()) if where else ""
-        head = f"{self.path}:{line}" if line else str(self.path)
-        self.problems.append(f"{head}: {key}: {message}" if key else f"{head}: {message}")
-
-    def unknown(self, table: dict[str, Any], known: tuple[str, ...], where: tuple[str, ...]) -> None:
-        for key in table:
-            if key not in known:
-                close = difflib.get_close_matches(key, known, n=1)
-                self.problem(
-                    (*where, key), "unknown key" + (f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})")
-                )
-
-    def text(
-        self, table: dict[str, Any], key: str, where: tuple[str, ...], default: str | None = None, choices: tuple[str, ...] = ()
-    ) -> str | None:
-        value = table.get(key, default)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            self.problem((*where, key), f"must be a non-empty string, not {value!r}")
-            return None
-        if choices and value not in choices:
-            close = difflib.get_close_matches(value, choices, n=1)
-            self.problem(
-                (*where, key), f"{value!r} is not one of {', '.join(choices)}" + (f"; did you mean {close[0]!r}?" if close else "")
-            )
-            return None
-        return value
-
-    def whole(self, table: dict[str, Any], key: str, where: tuple[str, ...], default: int | None, minimum: int) -> int | None:
-        value = table.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.problem((*where, key), f"must be a whole number, not {value!r}")
-            return None
-        if value < minimum:
-            self.problem((*where, key), f"must be at least {minimum}, not {value}")
-            return None
-        return value
-
-    def real(
-        self,
-        table: dict[str, Any],
-        key: str,
-        where: tuple[str, ...],
-        default: float | None,
-        minimum: float = 0.0,
-        above: bool = True,
-        maximum: float | None = None,
-    ) -> float | None:
-        value = table.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.problem((*where, key), f"must be a number, not {value!r}")
-            return None
-        if (value <= minimum if above else value < minimum) or (maximum is not None and value > maximum):
-            bound = f"above {minimum:g}" if above else f"at least {minimum:g}"
-            self.problem((*where, key), f"must be {bound}" + (f" and at most {maximum:g}" if maximum else "") + f", not {value:g}")
-            return None
-        return float(value)
-
-    def table(self, data: dict[str, Any], key: str, where: tuple[str, ...] = ()) -> dict[str, Any] | None:
-        value = data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            self.problem((*where, key), f"must be a table ([{key}]), not {value!r}")
-            return None
-        return value
 
 
 TOP = ("description", "control", "candidate", "candidates", "order", "workload", "gate", "quality")
@@ -191,7 +113,7 @@ def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
         message = str(exc)
         line = message.rsplit("(at line ", 1)[1].split(",")[0] if "(at line " in message else None
         raise PlanError([f"{path}:{line}: invalid TOML: {message}" if line else f"{path}: invalid TOML: {message}"]) from exc
-    check = _Checker(path, text)
+    check = PlanChecker(path, text)
     check.unknown(data, TOP, ())
     description = data.get("description", "")
     if not isinstance(description, str):
@@ -233,7 +155,7 @@ def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
     )
 
 
-def _candidates(check: _Checker, data: dict[str, Any]) -> tuple[str, ...] | None:
+def _candidates(check: PlanChecker, data: dict[str, Any]) -> tuple[str, ...] | None:
     if "candidate" in data and "candidates" in data:
         check.problem(("candidates",), "give candidate or candidates, not both")
         return None
@@ -252,7 +174,7 @@ def _candidates(check: _Checker, data: dict[str, Any]) -> tuple[str, ...] | None
     return (one,) if one else None
 
 
-def _requests(check: _Checker, workload: Workload, plan: Path) -> tuple[tuple[TracedRequest, ...], list[str]]:
+def _requests(check: PlanChecker, workload: Workload, plan: Path) -> tuple[tuple[TracedRequest, ...], list[str]]:
     """The trace's or the dataset's requests, read now (before anything switches), the ones a bench
     replays, at most max_requests; and what to say about them."""
     source = workload.trace or workload.dataset or ""
@@ -282,7 +204,7 @@ def _requests(check: _Checker, workload: Workload, plan: Path) -> tuple[tuple[Tr
     return tuple(replayed), said
 
 
-def _quality(check: _Checker, data: dict[str, Any]) -> Quality | None:
+def _quality(check: PlanChecker, data: dict[str, Any]) -> Quality | None:
     table = check.table(data, "quality")
     if table is None:
         return None
@@ -296,7 +218,7 @@ def _quality(check: _Checker, data: dict[str, Any]) -> Quality | None:
     return Quality(tuple(command), timeout or 600.0)
 
 
-def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
+def _workload(check: PlanChecker, data: dict[str, Any]) -> Workload | None:
     table = check.table(data, "workload")
     if table is None:
         if "workload" not in data:
@@ -382,7 +304,7 @@ def _workload(check: _Checker, data: dict[str, Any]) -> Workload | None:
     )
 
 
-def _metric(check: _Checker, table: dict[str, Any], where: tuple[str, ...]) -> str | None:
+def _metric(check: PlanChecker, table: dict[str, Any], where: tuple[str, ...]) -> str | None:
     name = table.get("metric")
     if name is None:
         check.problem(where, "metric is missing: one of " + ", ".join(METRICS))
@@ -397,7 +319,7 @@ def _metric(check: _Checker, table: dict[str, Any], where: tuple[str, ...]) -> s
     return name
 
 
-def _gate(check: _Checker, data: dict[str, Any]) -> Gate | None:
+def _gate(check: PlanChecker, data: dict[str, Any]) -> Gate | None:
     table = check.table(data, "gate")
     if table is None:
         if "gate" not in data:
