@@ -68,6 +68,7 @@ class RecordReader:
             bucket_s,
             self._query(*trends.bucket_query(since, until, bucket_s)),
             self._query(*trends.boots_query(since, until)),
+            self._query(*trends.ttft_query(since, until, bucket_s)),
         )
 
     def events(self, since: float | None = None, until: float | None = None) -> list[RecordedEvent]:

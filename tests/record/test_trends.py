@@ -37,7 +37,7 @@ def week(writer: RecordWriter) -> None:
                 seconds=300,
                 energy=300 * 500,
             )
-            r.timings["ttft"] = Timing(0.2 * 10, 10, [])
+            r.timings["ttft"] = Timing(0.2 * 10, 10, [[0.1, 0.25, 8], [0.25, 0.5, 2]])
             writer.add(r)
 
 
@@ -50,7 +50,9 @@ def test_a_week_in_buckets_with_the_switches_marked(isolated_dirs: Path) -> None
     assert rates[0] == 0.9 and rates[1] == 0.9  # days 1 and 2
     assert rates[2] is None  # day 3 was a bench: its traffic is not real use
     assert rates[3] == 0.05 and rates[4] == 0.05 and rates[5] is None and rates[6] == 0.05  # day 6: no data, not 0
-    assert trends.series["ttft"][0] == 0.2 and trends.series["power"][0] == 500.0
+    # Prometheus's interpolation over the day's summed buckets: rank 60 of 120 in (0.1, 0.25], 114 in (0.25, 0.5]
+    assert trends.series["ttft_p50"][0] == 0.1 + 0.15 * 60 / 96 and trends.series["ttft_p95"][0] == 0.25 + 0.25 * 18 / 24
+    assert trends.series["ttft_p50"][2] is None and trends.series["power"][0] == 500.0
     assert trends.series["tok_s"][0] == 1000 / 300 and trends.series["j_per_token"][0] == 300 * 500 / 1000
     assert trends.series["kv"][0] == 0.45 and trends.peak_resident == 45_000
     # good began before the window (its first row ends at its start): the switches within it are marked

@@ -1,5 +1,5 @@
 """The trends screen (g): what the serving record holds, over a window the owner picks (1 1 h,
-2 24 h, 3 7 d, 4 30 d): KV usage and peak resident context, the prefix-cache hit rate, TTFT,
+2 24 h, 3 7 d, 4 30 d): KV usage and peak resident context, the prefix-cache hit rate, TTFT p50 and p95,
 output tok/s, power and J/token, one chart each, with the switches and bench runs marked. Read
 from the record by SQL (rigctl/record/trends.py) off the UI thread, again every RELOAD_S while
 the screen is shown, never while it is not (the dashboard pays nothing for it)."""
@@ -28,7 +28,8 @@ CHART_LINES = 3
 TITLES: dict[Figure, str] = {
     "kv": "KV cache usage (peak)",
     "hit_rate": "prefix-cache hit rate",
-    "ttft": "TTFT (mean)",
+    "ttft_p50": "TTFT p50",
+    "ttft_p95": "TTFT p95",
     "tok_s": "output tok/s",
     "power": "power (serving GPUs)",
     "j_per_token": "J/token",
@@ -40,7 +41,7 @@ def _value(figure: Figure, value: float | None) -> str:
         return "n/a"
     if figure in ("kv", "hit_rate"):
         return f"{value:.0%}"
-    if figure == "ttft":
+    if figure in ("ttft_p50", "ttft_p95"):
         return fmt.latency(value)
     if figure == "power":
         return f"{value:.0f} W"
@@ -66,6 +67,8 @@ def render_trends(trends: Trends, width: int) -> list[Text]:
             said += f", peak resident context {trends.peak_resident:,} tokens"
         lines.append(Text(said[:width], style="bold"))
         top = 1.0 if figure in ("kv", "hit_rate") else None
+        if figure in ("ttft_p50", "ttft_p95"):  # one scale for both: the p50 is read against the p95
+            top = max((v for v in trends.series["ttft_p95"] if v is not None), default=None)
         lines += [Text(line) for line in chart(values, width, CHART_LINES, top)]
     lines.append(Text(time_axis(trends.since, trends.until, width), style="dim"))
     return lines
