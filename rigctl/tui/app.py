@@ -6,6 +6,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from textual import work
 from textual.app import SystemCommand
@@ -13,6 +14,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker
 
+from rigctl.bench.launch import LaunchedBench
 from rigctl.bench.live import read_live, settle
 from rigctl.config import Settings, load_settings
 from rigctl.errors import RigctlError
@@ -178,7 +180,7 @@ class RigApp(PollingApp):
             return False
         return True
 
-    def _confirm(self, question: str, detail: str, then: Callable[[], None]) -> None:
+    def _confirm(self, question: str, detail: str, then: Callable[[], object]) -> None:
         def answered(answer: str | None) -> None:
             if answer:
                 then()
@@ -342,7 +344,24 @@ class RigApp(PollingApp):
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         store = self.serve.store if self.serve else None
-        yield from rig_commands(store, self.go, self.request_switch, self.action_restart, self.action_stop)
+        yield from rig_commands(store, self.go, self.request_switch, self.action_restart, self.action_stop, self.request_bench)
+
+    def request_bench(self, plan: str) -> None:
+        """Ask first (a bench takes the server over), then run `rigctl bench PLAN` beside the TUI."""
+        if self._can_serve():
+            self._confirm(
+                f"Run bench {plan}?",
+                "It switches the server to the plan's control and candidate in turn, then puts the control back;"
+                " it runs on if you quit the TUI. B follows it.",
+                partial(self._run_bench, plan),
+            )
+
+    @work(thread=True, group="bench", exit_on_error=False, description="A bench started from the palette")
+    def _run_bench(self, plan: str) -> None:
+        self.call_from_thread(self.go, "bench")
+        ending = LaunchedBench(plan).wait()
+        severity = "information" if ending.ok else "error"
+        self.call_from_thread(self.notify, ending.message(), title="bench", severity=severity, timeout=30)
 
     def action_show_trends(self) -> None:
         self.go("trends")

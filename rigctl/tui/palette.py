@@ -1,5 +1,5 @@
 """rigctl's own actions in the command palette (ctrl+p), beside Textual's: switch to each profile,
-restart, stop, open each screen. Each goes through the same path as its key (a switch asks first,
+restart, stop, run each bench plan, open each screen. Each goes through the same path as its key (a switch asks first,
 showing what it costs), so the palette is a way to find an action, never a way around its checks."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from functools import partial
 
 from textual.app import SystemCommand
 
+from rigctl.bench.plan_file import plan_names
 from rigctl.profiles.store import ProfileStore
 
 SCREEN_HELP = {
@@ -28,6 +29,7 @@ def rig_commands(
     switch: Callable[[str], None],
     restart: Callable[[], None],
     stop: Callable[[], None],
+    bench: Callable[[str], None],
 ) -> Iterable[SystemCommand]:
     for name, said in SCREEN_HELP.items():
         yield SystemCommand(f"Open {name}", said, partial(go, name))
@@ -37,3 +39,5 @@ def rig_commands(
     yield SystemCommand("Stop the vLLM server", "asked first; what runs is let finish", stop)
     for name in store.names():
         yield SystemCommand(f"Switch to {name}", "asked first, with what the switch costs", partial(switch, name))
+    for plan in plan_names():
+        yield SystemCommand(f"Run bench {plan}", "asked first; rigctl bench beside the TUI, B follows it", partial(bench, plan))
