@@ -121,3 +121,31 @@ def test_resizing_redraws_without_adding_history(tmp_path: Path) -> None:
             assert len(card._power) == before  # the same reading drawn again is not a new point
 
     asyncio.run(scenario())
+
+
+def test_back_on_the_dashboard_the_cards_show_what_came_while_another_screen_was_up() -> None:
+    """The dashboard builds nothing while hidden (the trends screen, the log): what the ticks gave
+    it is drawn as soon as it is shown again, never the figures from before the owner left."""
+    lib = FakeNvmlLib(load_rig("2x3090-nvlink"))
+
+    def drawn(card: GpuCard) -> str:
+        return "\n".join(card.render_line(y).text for y in range(card.size.height))
+
+    async def scenario() -> None:
+        with installed(lib):
+            app = make_app(RigSampler(NvmlBackend()), poll_interval=None)
+            async with app.run_test(size=(120, 40)) as pilot:
+                lib.live[0].power_mw = 120_000
+                await poll(app, pilot)
+                card = app.screen.query(GpuCard).first()
+                assert "120 W/350 W" in drawn(card)
+                app.go("trends")
+                await pilot.pause()
+                lib.live[0].power_mw = 290_000
+                await poll(app, pilot)
+                assert card.texts["power"] == "290 W/350 W"  # the figures were taken while hidden
+                app.go("dashboard")
+                await pilot.pause()
+                assert "290 W/350 W" in drawn(card) and "120 W" not in drawn(card)
+
+    asyncio.run(scenario())

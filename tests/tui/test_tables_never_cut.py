@@ -1,4 +1,4 @@
-"""Every table on every screen at 80x24 and 120x40 with a full state (nine profiles, a history of
+"""Every table on every screen at 80x24, 120x40 and 200x60 with a full state (nine profiles, a history of
 their boots, several bench runs, the processes of a serving rig): no column hidden past the
 right edge, no row wrapped. An owner over SSH in a small tmux pane sees every figure."""
 
@@ -70,7 +70,7 @@ def full_state(profiles: Path, port: int) -> None:
         )
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"])
 def test_no_table_cuts_a_column_at_any_size(serve_ctx: ServeContext, profiles: Path, port: int, size: tuple[int, int]) -> None:
     full_state(profiles, port)
     assert transaction.switch(serve_ctx, "good").status == "switched"

@@ -17,6 +17,7 @@ from rigctl.serve.serving import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar
+from rigctl.tui.widgets.lines_widget import LinesWidget
 from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel
@@ -78,6 +79,8 @@ class DashboardScreen(Screen[None]):
             self.show(self.last_snapshot)
 
     def on_screen_resume(self) -> None:
+        for widget in self.query(LinesWidget):  # the ticks that came while another screen was shown
+            widget.catch_up()
         self._follow_log()
 
     def on_screen_suspend(self) -> None:

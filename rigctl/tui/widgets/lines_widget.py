@@ -27,6 +27,7 @@ class LinesWidget(Widget):
         # Per line: the Text and base style a strip was made from, and the strip.
         self._strips: dict[int, tuple[Text, Style, Strip]] = {}
         self._base_style: Style | None = None
+        self._behind = False  # updated while its screen was not shown: built when it is (catch_up)
 
     def notify_style_update(self) -> None:
         self._base_style = None  # classes, theme or an ancestor's CSS changed
@@ -44,7 +45,14 @@ class LinesWidget(Widget):
         raise NotImplementedError
 
     def update_lines(self) -> None:
-        """Rebuild the lines; repaint the changed ones, re-layout only if their number changed."""
+        """Rebuild the lines; repaint the changed ones, re-layout only if their number changed.
+        Not while its screen is hidden (another screen over it): the figures it was given are kept,
+        and the lines are built once, when the screen is shown again (catch_up), so the dashboard
+        costs nothing a second behind the trends screen or the log (benchmarks/bench_tui.py)."""
+        if self.is_attached and not self.screen.is_current:
+            self._behind = True
+            return
+        self._behind = False
         width = self.content_size.width
         lines = self.build_lines(width)
         old = self._lines
@@ -61,6 +69,11 @@ class LinesWidget(Widget):
             self.refresh(layout=True)
         elif changed:
             self.refresh(*changed)
+
+    def catch_up(self) -> None:
+        """Build what was given while the screen was hidden (its screen calls this as it is shown)."""
+        if self._behind:
+            self.update_lines()
 
     def _current_lines(self) -> list[Text]:
         width = self.content_size.width
