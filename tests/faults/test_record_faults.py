@@ -24,6 +24,7 @@ from rigctl.record.rows import Row
 from rigctl.record.store import RecordWriter
 from tests.faults.rig import MountNamespace, Rig, crashed, private_mounts
 from tests.support.bad_servers import bad_server
+from tests.support.waiting import wait_until
 
 DAY = 86400.0
 
@@ -123,11 +124,20 @@ def test_a_damaged_server_record_for_a_moment_does_not_end_the_recorder(rig: Rig
     record = rig.state_dir / "server.json"
     good = record.read_text()
 
+    db = rig.state_dir / "record.sqlite"
+
+    def written() -> int:
+        return len(RecordReader(db).rows()) if db.exists() else 0
+
     def damage_for_a_moment() -> None:
-        time.sleep(2.5)
+        # from the recorder's first row (it runs: a loaded machine may take seconds to start it)
+        # to a row written after the repair (it has read the record again, and said so)
+        wait_until("the recorder's first row", written)
         record.write_text('{"launcher": ')
-        time.sleep(2.5)
+        time.sleep(2.5)  # a dozen of its 0.2 s looks
         record.write_text(good)
+        before = written()
+        wait_until("a row after the repair", lambda: written() > before)
 
     code, err = _record(rig, "--interval", "1", seconds=9, during=damage_for_a_moment)
     assert code == 0, err

@@ -75,4 +75,6 @@ class BootScreen(Screen[None]):
         self.done = True
         outcome = self.query_one("#boot-outcome", Static)
         outcome.update(Text(message + "   (enter to close)", style="bold green" if ok else "bold red"))
-        self.query_one("#boot-title", Static).update(f"Switch to {self.target}: {'done' if ok else 'failed'}")
+        elapsed = time.monotonic() - self.began
+        took = self.estimate.describe(elapsed) if self.estimate is not None else f"{elapsed:.0f} s"
+        self.query_one("#boot-title", Static).update(f"Switch to {self.target}: {'done' if ok else 'failed'}, {took}")
