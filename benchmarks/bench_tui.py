@@ -20,8 +20,10 @@ process that the app uses; every figure is read from outside through psutil.
           (benchmarks/with_fake_nvml.py; the real pynvml above it), interleaved rounds at a
           1 s refresh, 120x40: rigctl with nothing serving (GPU cards only), rigctl with the
           engine panel and the log tail (160x48, the simulator serving under load), nvitop
-          (--interval 1), and the one-line live Textual app; then the ratios and the budget
-          (rigctl with the engine panel at or below nvitop, and within 2x the floor). Also
+          (--interval 1), the one-line live Textual app, and rigctl with the trends screen open
+          (120x40, a month of record seeded); then the ratios and the budget (rigctl with the
+          engine panel at or below nvitop, and within 2x the floor; trends within 3x the
+          floor; peak RSS within 1.2x nvitop's). Also
           `rigctl status --json` against `gpustat --json` and `nvitop --once` on the same
           driver, and against a bare `python -c "import pynvml, psutil"`
           (needs `pip install -e '.[bench]'`: nvitop and gpustat, benchmark-only)
@@ -49,6 +51,9 @@ import time
 from pathlib import Path
 
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import figure  # benchmarks/ is not a package: its own directory on the path
 
 PYTHON = sys.executable
 RIG = "2x3090-nvlink"
@@ -191,12 +196,20 @@ def cpu_seconds(process: psutil.Process) -> float:
 
 
 def measure_cpu(
-    argv: list[str], env: dict[str, str], seconds: float, size: tuple[int, int] = (160, 48), warmup: float = 8.0
+    argv: list[str],
+    env: dict[str, str],
+    seconds: float,
+    size: tuple[int, int] = (160, 48),
+    warmup: float = 8.0,
+    keys: str = "",
 ) -> tuple[float, float]:
-    """(CPU s per wall s, peak RSS MiB) of the process in a pty of `size`, after a warm-up."""
+    """(CPU s per wall s, peak RSS MiB) of the process in a pty of `size`, after a warm-up
+    (`keys` typed once the first frame is up: a screen to measure open)."""
     term = Terminal(argv, env, size)
     try:
         term.wait_for(b"Quit")
+        if keys:
+            term.send(keys)
         term.pump(warmup)
         before, start, peak = cpu_seconds(term.process), time.monotonic(), 0
         while time.monotonic() - start < seconds:
@@ -256,6 +269,9 @@ def bench_start(runs: int = 5) -> None:
         f"start   rigctl to first frame (footer on the terminal), median of {runs}: {ours:.2f} s; "
         f"bare Textual app: {bare:.2f} s; ratio {ours / bare:.2f}x"
     )
+    figure("start.rigctl", f"{ours:.2f} s")
+    figure("start.bare", f"{bare:.2f} s")
+    figure("start.ratio", f"{ours / bare:.2f}x")
 
 
 def bench_status(runs: int = 10) -> None:
@@ -319,6 +335,20 @@ def bench_flood(rate: int = 10_000, seconds: float = 10.0) -> None:
 
 FAKE = [PYTHON, str(Path(__file__).resolve().parent / "with_fake_nvml.py"), RIG, "-m"]
 
+# A month of the serving record (one row per 5 minutes, two profiles, a switch a week), written
+# where the rig's env keeps it: what the trends screen reads and redraws every 10 s while open.
+SEED_MONTH = """
+import time
+from rigctl.record.store import RecordWriter
+from tests.record.test_derive import row
+now, writer = time.time(), RecordWriter()
+for i in range(30 * 288):
+    t = now - 30 * 86400 + 300 * i
+    name = ("qwen36-27b-awq-tp2", "qwen36-27b-awq-tp2-mtp")[(i // 2016) % 2]
+    writer.add(row(t, name, f"boot-{i // 2016}", 1000 + i % 97, 600, usage=0.2 + (i % 288) / 500, seconds=300, energy=9e4))
+writer.close()
+"""
+
 
 def _no_sim(env: dict[str, str]) -> dict[str, str]:
     """The TUI on the fake driver, not on the simulated rig (the simulator still serves)."""
@@ -341,27 +371,55 @@ def bench_peers(seconds: float, rounds: int) -> None:
     idle.pop("RIGCTL_SIM", None)
     plain = dict(os.environ, TERM="xterm-256color")
     rig = Rig(load=True)
+    subprocess.run([PYTHON, "-c", SEED_MONTH], env=rig.env, check=True, cwd=Path(__file__).resolve().parent.parent)
     runs: dict[str, list[float]] = {
         "rigctl, nothing serving (GPU cards)": [],
         "rigctl, engine panel and log tail, serving under load": [],
         "nvitop --interval 1": [],
         "one-line live Textual app": [],
+        "rigctl, trends screen open (30 days of record), serving under load": [],
     }
+    rss: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
     try:
         for _ in range(rounds):  # interleaved: a drift of the machine hits every one alike
-            names = list(runs)
-            runs[names[0]].append(measure_cpu([*FAKE, "rigctl"], idle, seconds, (120, 40))[0])
-            runs[names[1]].append(measure_cpu([*FAKE, "rigctl"], _no_sim(rig.env), seconds, (160, 48))[0])
-            runs[names[2]].append(measure_cpu([*FAKE, "nvitop", "--interval", "1"], plain, seconds, (120, 40))[0])
-            runs[names[3]].append(measure_cpu([PYTHON, "-c", LIVE_APP], plain, seconds, (120, 40))[0])
+            for name, (argv, env, size, keys) in zip(
+                names,
+                (
+                    ([*FAKE, "rigctl"], idle, (120, 40), ""),
+                    ([*FAKE, "rigctl"], _no_sim(rig.env), (160, 48), ""),
+                    ([*FAKE, "nvitop", "--interval", "1"], plain, (120, 40), ""),
+                    ([PYTHON, "-c", LIVE_APP], plain, (120, 40), ""),
+                    ([*FAKE, "rigctl"], _no_sim(rig.env), (120, 40), "g"),
+                ),
+                strict=True,
+            ):
+                cpu, peak = measure_cpu(argv, env, seconds, size, keys=keys)
+                runs[name].append(cpu)
+                rss[name].append(peak)
     finally:
         rig.close()
         shutil.rmtree(idle_home, ignore_errors=True)
     median = {name: statistics.median(values) for name, values in runs.items()}
     for name, values in runs.items():
         shown = ", ".join(f"{v * 100:.2f}" for v in values)
-        print(f"peers   {name}: median {median[name] * 100:.2f}% of one core ({shown} over {rounds} rounds of {seconds:.0f} s)")
-    gpu, engine, nvitop, floor = (median[n] for n in runs)
+        print(
+            f"peers   {name}: median {median[name] * 100:.2f}% of one core ({shown} over {rounds} rounds of "
+            f"{seconds:.0f} s), peak RSS {max(rss[name]):.0f} MiB"
+        )
+    gpu, engine, nvitop, floor, trends = (median[n] for n in runs)
+    rss_nvitop = max(rss["nvitop --interval 1"])
+    for key, name in zip(("gpu", "engine", "nvitop", "floor", "trends"), names, strict=True):
+        figure(f"peers.{key}.cpu", f"{median[name] * 100:.2f}%")
+        figure(f"peers.{key}.vs_nvitop", f"{median[name] / nvitop:.2f}x")
+        figure(f"peers.{key}.vs_floor", f"{median[name] / floor:.2f}x")
+        figure(f"peers.{key}.rss", f"{max(rss[name]):.0f} MiB")
+        figure(f"peers.{key}.rss_vs_nvitop", f"{max(rss[name]) / rss_nvitop:.2f}x")
+    print(
+        f"        RSS against nvitop's: GPU cards {max(rss[names[0]]) / rss_nvitop:.2f}x, with the engine "
+        f"{max(rss[names[1]]) / rss_nvitop:.2f}x, trends open {max(rss[names[4]]) / rss_nvitop:.2f}x (budget 1.2x)"
+    )
+    print(f"        trends screen open / floor {trends / floor:.2f}x (budget 3x)")
     print(
         f"        rigctl GPU-only / nvitop {gpu / nvitop:.2f}x; rigctl with engine panel and tail / nvitop "
         f"{engine / nvitop:.2f}x; rigctl with engine / floor {engine / floor:.2f}x; rigctl GPU-only / floor "
@@ -388,6 +446,12 @@ def bench_status_peers(runs: int = 10) -> None:
     home = Path(tempfile.mkdtemp(prefix="rigctl-bench-status-"))
     env = {k: v for k, v in os.environ.items() if k != "RIGCTL_SIM"}
     env.update(RIGCTL_STATE_DIR=str(home / "state"), RIGCTL_CONFIG_DIR=str(home / "cfg"))
+    keys = {
+        "rigctl status --json (fake driver)": "fake",
+        f"rigctl status --json --sim {RIG}": "sim",
+        "gpustat --json (fake driver)": "gpustat",
+        "nvitop --once (fake driver)": "nvitop",
+    }
     figures = {
         "bare `python -c 'import pynvml, psutil'`": [PYTHON, "-c", "import pynvml, psutil"],
         "rigctl status --json (fake driver)": [*FAKE, "rigctl", "status", "--json"],
@@ -401,8 +465,11 @@ def bench_status_peers(runs: int = 10) -> None:
     shutil.rmtree(home, ignore_errors=True)
     bare = medians.pop("bare `python -c 'import pynvml, psutil'`")
     print(f"status  bare `python -c 'import pynvml, psutil'`, median of {runs}: {bare * 1000:.0f} ms")
+    figure("status.bare", f"{bare * 1000:.0f} ms")
     for name, value in medians.items():
         print(f"        {name}: {value * 1000:.0f} ms, {value / bare:.2f}x the bare import")
+        figure(f"status.{keys[name]}", f"{value * 1000:.0f} ms")
+        figure(f"status.{keys[name]}.ratio", f"{value / bare:.2f}x")
 
 
 def main() -> None:

@@ -1,0 +1,110 @@
+"""Regenerate the README's measured figures from the benchmarks that produce them.
+
+    python benchmarks/readme_figures.py [--only bench_tui,bench_chart] [--check]
+
+Runs each benchmark below (its output passes through), collects the FIGURE lines it prints
+(benchmarks/figures.py), and writes each where the README marks its key:
+<!--fig:KEY-->text<!--/fig-->. Markers no run produced are left as they are and listed; a key
+a run produced that the README does not mark is listed too. --check writes nothing and exits 1
+when a figure would change. The README is written atomically, its mode kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+README = HERE.parent / "README.md"
+sys.path.insert(0, str(HERE))
+
+from figures import parse  # noqa: E402 - benchmarks/ is not a package
+
+RUNS: dict[str, list[str]] = {
+    "bench_tui": ["--only", "status,start,peers", "--seconds", "30", "--rounds", "3"],
+    "bench_chart": [],
+}
+MARK = re.compile(r"<!--fig:([A-Za-z0-9_.-]+)-->(.*?)<!--/fig-->")
+
+
+def run(name: str) -> dict[str, str]:
+    """The figures one benchmark printed; its output shown as it comes."""
+    found: dict[str, str] = {}
+    with subprocess.Popen(
+        [sys.executable, str(HERE / f"{name}.py"), *RUNS[name]], stdout=subprocess.PIPE, text=True, cwd=HERE.parent
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            parsed = parse(line)
+            if parsed is None:
+                sys.stdout.write(line)
+            else:
+                found[parsed[0]] = parsed[1]
+    if process.returncode:
+        raise SystemExit(f"{name} exited {process.returncode}: no figure of it is written")
+    return found
+
+
+def rewrite(text: str, figures: dict[str, str]) -> tuple[str, list[tuple[str, str, str]], set[str]]:
+    """`text` with each marked figure replaced; (key, old, new) for each change; the keys marked."""
+    changes: list[tuple[str, str, str]] = []
+    marked: set[str] = set()
+
+    def replace(match: re.Match[str]) -> str:
+        key, old = match.group(1), match.group(2)
+        marked.add(key)
+        new = figures.get(key, old)
+        if new != old:
+            changes.append((key, old, new))
+        return f"<!--fig:{key}-->{new}<!--/fig-->"
+
+    return MARK.sub(replace, text), changes, marked
+
+
+def write_atomic(path: Path, text: str) -> None:
+    mode = path.stat().st_mode & 0o7777
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default=",".join(RUNS), help=f"benchmarks to run ({', '.join(RUNS)})")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a figure would change")
+    args = parser.parse_args()
+    wanted = [name for name in args.only.split(",") if name]
+    unknown = [name for name in wanted if name not in RUNS]
+    if unknown:
+        raise SystemExit(f"unknown benchmark(s): {', '.join(unknown)} (known: {', '.join(RUNS)})")
+    figures: dict[str, str] = {}
+    for name in wanted:
+        figures.update(run(name))
+    text = README.read_text()
+    updated, changes, marked = rewrite(text, figures)
+    for key, old, new in changes:
+        print(f"README {key}: {old} -> {new}")
+    for key in sorted(set(figures) - marked):
+        print(f"README marks no {key} (printed: {figures[key]})")
+    for key in sorted(marked - set(figures)):
+        print(f"README {key}: left as it is (not measured in this run)")
+    if args.check:
+        raise SystemExit(1 if changes else 0)
+    if changes:
+        write_atomic(README, updated)
+        print(f"README.md: {len(changes)} figure(s) written")
+
+
+if __name__ == "__main__":
+    main()

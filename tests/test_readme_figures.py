@@ -1,0 +1,57 @@
+"""The README's measured figures are written by the benchmarks that measure them
+(benchmarks/readme_figures.py): every figure the README marks is one a benchmark prints, and the
+rewrite replaces exactly the marked text."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(name: str) -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def printed_keys() -> set[str]:
+    """The keys the benchmarks' figure() calls print, their f-string parts expanded from the loops
+    that make them (peers: one key set per measured program)."""
+    keys: set[str] = set()
+    for source in (ROOT / "benchmarks").glob("bench_*.py"):
+        for key in re.findall(r'figure\(f?"([^"]+)"', source.read_text()):
+            if "{key}" in key:
+                keys |= {key.replace("{key}", k) for k in ("gpu", "engine", "nvitop", "floor", "trends")}
+            elif "{keys[name]}" in key:
+                keys |= {key.replace("{keys[name]}", k) for k in ("fake", "sim", "gpustat", "nvitop")}
+            else:
+                keys.add(key)
+    return keys
+
+
+def test_every_figure_the_readme_marks_is_one_a_benchmark_prints() -> None:
+    marked = set(re.findall(r"<!--fig:([A-Za-z0-9_.-]+)-->", (ROOT / "README.md").read_text()))
+    assert marked, "the README marks no figure"
+    assert marked <= printed_keys(), sorted(marked - printed_keys())
+
+
+def test_the_rewrite_replaces_the_marked_text_only() -> None:
+    readme_figures = load("readme_figures")
+    text = "a <!--fig:x.cpu-->1.00%<!--/fig--> b <!--fig:y-->2 s<!--/fig--> c 1.00%"
+    updated, changes, marked = readme_figures.rewrite(text, {"x.cpu": "0.90%", "z": "9"})
+    assert updated == "a <!--fig:x.cpu-->0.90%<!--/fig--> b <!--fig:y-->2 s<!--/fig--> c 1.00%"
+    assert changes == [("x.cpu", "1.00%", "0.90%")] and marked == {"x.cpu", "y"}
+    figures = load("figures")
+    assert figures.parse("FIGURE peers.gpu.cpu 0.96%\n") == ("peers.gpu.cpu", "0.96%")
+    assert figures.parse("peers   rigctl: 0.96%") is None
