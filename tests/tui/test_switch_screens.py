@@ -98,6 +98,10 @@ def test_rollback_is_explained_in_the_boot_panel(serve_ctx: ServeContext, profil
             assert "rolled back: good serves again" in outcome
             steps = str(app.screen.query_one("#boot-steps", Static).content)
             assert "rolling back to good" in steps
+            # both boots' phases: the failed one's up to where it failed, and the rollback's
+            failed, rollback = steps.split("rolling back to good")
+            assert "memory profiled" in failed.split("long failed")[0] and "weights loaded" in failed
+            assert "KV cache allocated" in rollback and "application startup complete" in rollback
 
     asyncio.run(scenario())
     assert present(read_record()).profile == "good"

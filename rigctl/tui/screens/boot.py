@@ -14,7 +14,7 @@ from textual.widgets import Footer, Static
 from rigctl.serve.boots import BootEstimate
 from rigctl.tui.widgets.server_log import ServerLog
 
-STEPS_SHOWN = 8  # phases of the current boot shown at once
+STEPS_SHOWN = 8  # phases of a boot shown at once
 
 
 class BootScreen(Screen[None]):
@@ -60,11 +60,17 @@ class BootScreen(Screen[None]):
         self.query_one("#boot-steps", Static).update(self.render_steps())
 
     def render_steps(self) -> Text:
-        """Every step, warning and failure; the phases of the boot under way (the log keeps all)."""
-        starts = [i for i, (kind, _, _) in enumerate(self.steps) if kind == "step"]
-        current = starts[-1] if starts else 0
-        phases = [i for i, (kind, _, _) in enumerate(self.steps) if kind == "phase" and i > current]
-        keep = set(phases[-STEPS_SHOWN:])
+        """Every step, warning and failure; the phases of the last two boots, the last STEPS_SHOWN
+        of each: a rollback's boot under way, and above it the failed boot's phases up to where it
+        failed (the log keeps all)."""
+        by_boot: dict[int, list[int]] = {}  # a step's index -> the phases that followed it
+        step = -1
+        for i, (kind, _, _) in enumerate(self.steps):
+            if kind == "step":
+                step = i
+            elif kind == "phase":
+                by_boot.setdefault(step, []).append(i)
+        keep = {i for boot in sorted(by_boot)[-2:] for i in by_boot[boot][-STEPS_SHOWN:]}
         shown = Text()
         for i, (kind, line, style) in enumerate(self.steps):
             if kind != "phase" or i in keep:
