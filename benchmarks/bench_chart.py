@@ -2,8 +2,8 @@
 (rigctl/tui/chart.py, text lines a LinesWidget-like Static shows) against textual-plotext
 (plotext drawing into a Textual widget), in the same run.
 
-  import  wall seconds to import what the screen needs on top of `textual.app` (what a user
-          pays when the screen's module loads), median of 7 fresh interpreters
+  import  seconds to import what the screen needs in an interpreter that has imported
+          `textual.app` already (what a user pays when the screen's module loads), median of 7
   draw    CPU seconds to draw the screen's six charts once (what every reload and resize costs
           while the screen is open), median of 30, at the widths of 80x24, 120x40 and 200x60
           screens, each chart 720 points (a 30-day window at one point an hour) with gaps
@@ -39,11 +39,14 @@ def series(seed: int) -> list[float | None]:
     return [None if POINTS // 2 <= i < POINTS // 2 + 30 else 50 + 40 * math.sin(i / 24 + seed) for i in range(POINTS)]
 
 
-def import_wall(code: str, runs: int = 7) -> float:
+def import_cost(module: str, runs: int = 7) -> float:
+    """Seconds to import `module` in a fresh interpreter that has already imported textual.app (so
+    only what the module adds is timed, not the interpreter's start), median of `runs`."""
+    code = f"import time, textual.app\nstart = time.perf_counter()\nimport {module}\nprint(time.perf_counter() - start)"
+
     def once() -> float:
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
-        return time.perf_counter() - start
+        done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+        return float(done.stdout.strip())
 
     return statistics.median(once() for _ in range(runs))
 
@@ -85,16 +88,14 @@ def main() -> None:
         print("textual-plotext is not installed (pip install -e '.[bench]'): nothing to compare")
         return
     print(f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d %H:%M')}")
-    base = import_wall("import textual.app")
-    chart = import_wall("import textual.app, rigctl.tui.chart")
-    ours = import_wall("import textual.app, rigctl.tui.screens.trends")
-    theirs = import_wall("import textual.app, textual_plotext, plotext")
-    print(f"import  textual.app alone: {base * 1000:.0f} ms")
-    print(f"        + rigctl's charts (rigctl/tui/chart.py): +{(chart - base) * 1000:.0f} ms")
-    print(f"        + rigctl's whole trends screen (charts, the record's reader, rigctl's core): +{(ours - base) * 1000:.0f} ms")
-    print(f"        + textual_plotext and plotext: +{(theirs - base) * 1000:.0f} ms")
-    figure("chart.import.rigctl", f"{(chart - base) * 1000:+.0f} ms")
-    figure("chart.import.plotext", f"{(theirs - base) * 1000:+.0f} ms")
+    chart = import_cost("rigctl.tui.chart")
+    ours = import_cost("rigctl.tui.screens.trends")
+    theirs = import_cost("textual_plotext, plotext")
+    print(f"import  beside textual.app: rigctl's charts (rigctl/tui/chart.py) {chart * 1000:.1f} ms")
+    print(f"        rigctl's whole trends screen (charts, the record's reader, rigctl's core) {ours * 1000:.0f} ms")
+    print(f"        textual_plotext and plotext {theirs * 1000:.0f} ms")
+    figure("chart.import.rigctl", f"{chart * 1000:.1f} ms")
+    figure("chart.import.plotext", f"{theirs * 1000:.0f} ms")
     draws = []
     for width in WIDTHS:
         mine, plot = draw_cpu(rigctl_draw, width), draw_cpu(plotext_draw, width)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 from figures import parse  # noqa: E402 - benchmarks/ is not a package
 
 RUNS: dict[str, list[str]] = {
-    "bench_tui": ["--only", "status,start,peers", "--seconds", "30", "--rounds", "3"],
+    "bench_tui": ["--only", "start,peers", "--seconds", "30", "--rounds", "3"],
     "bench_chart": [],
 }
 MARK = re.compile(r"<!--fig:([A-Za-z0-9_.-]+)-->(.*?)<!--/fig-->")
