@@ -67,6 +67,9 @@ class Settings:
     # [supervise]: the watch service restarts the last good profile after the engine died
     supervise_restart: bool = False
     supervise_max_restarts: int = 3  # restarts an hour at most
+    # [exporter]: rigctl exporter, for the owner's Prometheus
+    exporter_listen: str = "127.0.0.1:9477"  # a port of rigctl's own; loopback unless --listen says otherwise
+    exporter_rig: str = ""  # the `rig` label; empty: the hostname
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
 
@@ -105,6 +108,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "command_timeout_s": "alerts_command_timeout",
     },
     "supervise": {"restart": "supervise_restart", "max_restarts": "supervise_max_restarts"},
+    "exporter": {"listen": "exporter_listen", "rig": "exporter_rig"},
     "record": {
         "interval": "record_interval",
         "warmup_s": "record_warmup",

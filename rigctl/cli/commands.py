@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit": ("fit", "will a profile fit, its KV pool, and TP or DP for this rig (predicted, vLLM's arithmetic)"),
     "watch": ("watch", "the rig's service: keeps the record, judges the alerts, restarts a dead engine ([supervise])"),
     "record": ("watch", "the same as `rigctl watch` (its name before it judged alerts; kept for existing units)"),
+    "exporter": ("exporter", "the rig's GPUs and what rigctl serves on it, as a Prometheus target (loopback by default)"),
     "report": ("report", "what each profile did while it served, side by side (from the record or Prometheus)"),
     "config": ("config_cmd", "the effective settings and where each came from"),
     "demo": ("tui", "the TUI on a simulated rig serving a shipped profile (no GPU needed)"),
