@@ -46,6 +46,7 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["report"], 0),
     (["record", "--interval", "0.1"], 2),  # refused before it runs: a recorder never ends by itself
     (["watch", "--interval", "0.1"], 2),
+    (["exporter", "--once"], 0),  # one scrape: prometheus_client loaded, no UI
     # listens, forwards nothing, ends at its duration: httpx and h11 loaded, no UI
     (
         [
