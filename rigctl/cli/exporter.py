@@ -23,6 +23,8 @@ def register(sub: common.Subparsers) -> None:
     )
     p.add_argument("--rig", metavar="NAME", help="the rig label (default: [exporter] rig, else the hostname)")
     p.add_argument("--once", action="store_true", help="print one scrape's exposition and exit (no server)")
+    p.add_argument("--rules", action="store_true", help="print Prometheus alerting rules for these series and vLLM's")
+    p.add_argument("--grafana", action="store_true", help="print a Grafana dashboard (JSON) for rigs that run the exporter")
     p.set_defaults(handler=run)
 
 
@@ -39,6 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.exporter.server import is_loopback, make_exporter, parse_listen
 
     settings = load_settings()
+    if args.rules or args.grafana:
+        from rigctl.exporter.grafana import dashboard_json
+        from rigctl.exporter.rules import rules_file
+
+        sys.stdout.write(rules_file(settings) if args.rules else dashboard_json())
+        return 0
     given = args.listen is not None
     where = "--listen" if given else f"{settings.sources.get('exporter_listen', 'default')}: exporter.listen"
     host, port = parse_listen(args.listen if given else settings.exporter_listen, where)

@@ -16,7 +16,6 @@ from rigctl.serve.serving import observe
 
 if TYPE_CHECKING:
     from rigctl.config import Settings
-    from rigctl.record.derive import Regression
     from rigctl.serve.statefiles import ServerRecord
 
 
@@ -40,6 +39,7 @@ def register(sub: common.Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rigctl.alerts.firing import read_firing
+    from rigctl.record.regression_watch import hit_rate_fall
 
     settings = load_settings()
     if args.check:
@@ -98,6 +98,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     from rigctl.alerts.firing import read_firing
     from rigctl.engine.client import EngineClient, EngineHTTPError
     from rigctl.engine.prom import ExpositionError
+    from rigctl.record.regression_watch import hit_rate_fall
     from rigctl.serve.health import check_health
     from rigctl.serve.launchers import launcher_for
 
@@ -157,16 +158,3 @@ def prefix_cache(record: ServerRecord) -> dict[str, Any] | None:
         else f"warm: {hits:,.0f} hits"
     )
     return {"queries": queries, "hits": hits, "cold": check.cold, "summary": summary}
-
-
-def hit_rate_fall(record: ServerRecord, settings: Settings) -> Regression | None:
-    """The switch to what serves now collapsed the hit rate, by the serving record."""
-    from rigctl.record.derive import current_regression, thresholds_of
-    from rigctl.record.reader import RecordReader
-    from rigctl.record.recorder import boot_key
-
-    try:
-        rows = RecordReader().switch_rows(boot_key(record))
-    except RigctlError:
-        return None
-    return current_regression(rows, boot_key(record), thresholds_of(settings)) if rows else None

@@ -18,6 +18,7 @@ from rigctl.exporter import families as f
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.store import ProfileStore
+from rigctl.record.regression_watch import hit_rate_fall
 from rigctl.serve.boots import BootRecord, read_all
 from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import ServerRecord, read_state_or_none
@@ -133,6 +134,8 @@ class RigCollector(Collector):
                 self._add(metrics, f.KV_POOL, (active,), boot.kv_tokens)
                 self._add(metrics, f.BOOT_SECONDS, (active,), boot.boot_seconds)
             self._add(metrics, f.MAX_MODEL_LEN, (active,), serving.probe.max_model_len if serving.probe else None)
+            fell = hit_rate_fall(record, self.settings)
+            self._add(metrics, f.HIT_RATE_REGRESSION, (active,), 1.0 if fell is not None else 0.0)
         state = read_state_or_none()
         if state is not None:
             self._add(metrics, f.SWITCH_STATE, (state.status, state.profile or ""), 1.0)

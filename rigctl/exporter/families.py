@@ -58,6 +58,12 @@ SWITCH_STATE = Family(
 )
 SWITCH_SINCE = Family("rigctl_switch_state_since_timestamp_seconds", "gauge", "When rigctl's state last changed")
 ALERT = Family("rigctl_alert", "gauge", "1 for each alert the watch service says fires", ("name", "severity"))
+HIT_RATE_REGRESSION = Family(
+    "rigctl_hit_rate_regression",
+    "gauge",
+    "1 when the switch to what serves collapsed the prefix-cache hit rate (by the serving record)",
+    ("profile",),
+)
 WATCHED = Family("rigctl_watched", "gauge", "1 when a watcher (rigctl watch, or a TUI keeping the record) judges alerts")
 
 FAMILIES: tuple[Family, ...] = (
@@ -82,5 +88,11 @@ FAMILIES: tuple[Family, ...] = (
     SWITCH_STATE,
     SWITCH_SINCE,
     ALERT,
+    HIT_RATE_REGRESSION,
     WATCHED,
 )
+
+
+def exposed(family: Family) -> str:
+    """The series name a scrape shows: prometheus_client adds `_total` to a counter."""
+    return family.name + "_total" if family.kind == "counter" else family.name

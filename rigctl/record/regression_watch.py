@@ -11,6 +11,7 @@ from rigctl.errors import RigctlError
 from rigctl.record.derive import Regression, current_regression, thresholds_of
 from rigctl.record.reader import RecordReader
 from rigctl.record.rows import Row
+from rigctl.serve.statefiles import ServerRecord
 
 CHECK_EVERY_S = 60.0
 LOOK_BACK_S = 7 * 86400
@@ -35,3 +36,15 @@ class RegressionWatch:
         if found is not None:
             self._judged.add(row.boot)
         return found
+
+
+def hit_rate_fall(record: ServerRecord, settings: Settings) -> Regression | None:
+    """The switch to what serves now collapsed the hit rate, by the serving record (status, the
+    exporter: one rule)."""
+    from rigctl.record.recorder import boot_key
+
+    try:
+        rows = RecordReader().switch_rows(boot_key(record))
+    except RigctlError:
+        return None
+    return current_regression(rows, boot_key(record), thresholds_of(settings)) if rows else None

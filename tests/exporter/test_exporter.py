@@ -72,6 +72,7 @@ def test_a_scrape_says_what_status_and_the_history_say(rig: Rig) -> None:
     assert one(samples, "rigctl_boot_duration_seconds", profile="good") == boot["boot_seconds"]
     assert one(samples, "rigctl_switch_state_info", status="serving", profile="good") == 1
     assert one(samples, "rigctl_watched") == 0 and "rigctl_alert" not in samples  # nothing watches: no alert series
+    assert one(samples, "rigctl_hit_rate_regression", profile="good") == 0  # no record yet: nothing collapsed
 
 
 def test_nothing_serving_is_said_as_zero_not_as_missing_gpus(rig: Rig) -> None:
