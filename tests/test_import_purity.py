@@ -47,6 +47,7 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["record", "--interval", "0.1"], 2),  # refused before it runs: a recorder never ends by itself
     (["watch", "--interval", "0.1"], 2),
     (["exporter", "--once"], 0),  # one scrape: prometheus_client loaded, no UI
+    (["rigs"], 2),  # no Prometheus configured: refused in one line
     # listens, forwards nothing, ends at its duration: httpx and h11 loaded, no UI
     (
         [

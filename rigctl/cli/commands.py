@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("watch", "the rig's service: keeps the record, judges the alerts, restarts a dead engine ([supervise])"),
     "record": ("watch", "the same as `rigctl watch` (its name before it judged alerts; kept for existing units)"),
     "exporter": ("exporter", "the rig's GPUs and what rigctl serves on it, as a Prometheus target (loopback by default)"),
+    "rigs": ("rigs", "every rig your Prometheus knows (each running rigctl exporter): what serves, pool, hit rate, tok/s, alerts"),
     "report": ("report", "what each profile did while it served, side by side (from the record or Prometheus)"),
     "config": ("config_cmd", "the effective settings and where each came from"),
     "demo": ("tui", "the TUI on a simulated rig serving a shipped profile (no GPU needed)"),

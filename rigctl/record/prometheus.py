@@ -87,6 +87,27 @@ class PrometheusSource:
         self.url, self.timeout, self.min_step = url.rstrip("/"), timeout, min_step
 
     def _range(self, query: str, start: float, end: float, step: float) -> list[Series]:
+        body = self.api("query_range", {"query": query, "start": start, "end": end, "step": step})
+        return range_result(body, f"Prometheus at {self.url}")
+
+    def instant(self, query: str) -> list[tuple[dict[str, str], float]]:
+        """(labels, value) of each series `query` returns now (an instant query)."""
+        where = f"Prometheus at {self.url}"
+        body = self.api("query", {"query": query})
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or body.get("status") != "success" or not isinstance(data, dict):
+            error = body.get("error") if isinstance(body, dict) else None
+            raise RigctlError(f"{where} refused {query!r}: {error or 'not a query answer'}")
+        out: list[tuple[dict[str, str], float]] = []
+        for item in data.get("result") or []:
+            try:
+                out.append(({str(k): str(v) for k, v in item["metric"].items()}, float(item["value"][1])))
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                raise RigctlError(f"{where}: a series of {query!r} is not a sample") from None
+        return out
+
+    def api(self, path: str, params: dict[str, Any]) -> Any:
+        """The JSON of GET /api/v1/`path`: bounded in size and time; RigctlError in one line."""
         import httpx
 
         where = f"Prometheus at {self.url}"
@@ -94,12 +115,7 @@ class PrometheusSource:
         chunks: list[bytes] = []
         size = 0
         try:
-            with httpx.stream(
-                "GET",
-                f"{self.url}/api/v1/query_range",
-                timeout=self.timeout,
-                params={"query": query, "start": start, "end": end, "step": step},
-            ) as answer:
+            with httpx.stream("GET", f"{self.url}/api/v1/{path}", timeout=self.timeout, params=params) as answer:
                 for chunk in answer.iter_bytes():
                     size += len(chunk)
                     if size > ANSWER_LIMIT:
@@ -118,7 +134,7 @@ class PrometheusSource:
             body = None
         if body is None:
             raise RigctlError(f"{where} answered HTTP {status} without JSON")
-        return range_result(body, where)
+        return body
 
     def rows(self, start: float, end: float, step: float | None = None) -> list[Row]:
         step = step or max(self.min_step, math.ceil((end - start) / MAX_POINTS))

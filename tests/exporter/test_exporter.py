@@ -136,3 +136,14 @@ def test_a_port_taken_is_one_line(rig: Rig) -> None:
     finally:
         first.send_signal(signal.SIGTERM)
         rig.finish(first)
+
+
+def test_rigs_without_a_prometheus_or_with_one_that_is_gone_is_one_line(rig: Rig) -> None:
+    done = rig.rigctl("rigs")
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "rigctl: rigctl rigs needs a Prometheus: --prometheus URL, or [prometheus] url in config.toml"
+    )
+    gone = rig.rigctl("rigs", "--prometheus", f"http://127.0.0.1:{free_port()}")
+    assert gone.returncode == 1
+    (line,) = gone.stderr.strip().splitlines()
+    assert line.startswith("rigctl: Prometheus at http://127.0.0.1:") and "did not answer" in line

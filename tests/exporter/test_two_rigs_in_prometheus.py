@@ -118,6 +118,20 @@ def test_one_prometheus_holds_both_rigs_and_the_rules_find_the_stalled_one(two_r
             assert "alpha" not in found, (rule["alert"], found)  # the healthy rig: no rule holds
             assert found == ({"beta"} if rule["alert"] == "RigctlAdmissionStalled" else set()), (rule["alert"], found)
 
+        # rigctl rigs reads both back from the same Prometheus
+        done = alpha.rigctl("rigs", "--prometheus", url, "--json")
+        assert done.returncode == 0, done.stderr
+        rigs = {r["rig"]: r for r in json.loads(done.stdout)["rigs"]}
+        assert set(rigs) == {"alpha", "beta"}
+        assert (rigs["alpha"]["profile"], rigs["beta"]["profile"]) == ("good", "stalls")
+        assert all(r["up"] and r["kv_pool_tokens"] > 0 and r["state"] == "serving" and r["tp"] == "2" for r in rigs.values())
+        assert "RigctlAdmissionStalled" in rigs["beta"]["alerts"] and rigs["alpha"]["alerts"] == []
+        assert rigs["alpha"]["power_w"] > 0 and rigs["alpha"]["max_model_len"] == 131072
+        text = alpha.rigctl("rigs", "--prometheus", url).stdout
+        assert (
+            "alpha: serving good (" in text and "beta: serving stalls (" in text and "alerts firing: RigctlAdmissionStalled" in text
+        )
+
         # the dashboard: every query answered; data where the rigs have it
         board = json.loads(alpha.rigctl("exporter", "--grafana").stdout)
         answered = {t["expr"]: query(url, t["expr"].replace("$rig", ".*")) for p in board["panels"] for t in p["targets"]}
