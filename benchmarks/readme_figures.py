@@ -28,6 +28,7 @@ from figures import parse  # noqa: E402 - benchmarks/ is not a package
 RUNS: dict[str, list[str]] = {
     "bench_tui": ["--only", "start,peers", "--seconds", "30", "--rounds", "3"],
     "bench_chart": [],
+    "bench_exporter": ["--seconds", "30"],
 }
 MARK = re.compile(r"<!--fig:([A-Za-z0-9_.-]+)-->(.*?)<!--/fig-->")
 

@@ -25,18 +25,22 @@ def load(name: str) -> ModuleType:
         sys.path.remove(str(ROOT / "benchmarks"))
 
 
+# What each placeholder of a figure key stands for: the loops that print them (bench_tui's peers
+# and status peers, bench_exporter's exporters).
+PLACEHOLDERS = {
+    "{key}": ("gpu", "engine", "nvitop", "floor", "trends"),
+    "{keys[name]}": ("fake", "sim", "gpustat", "nvitop"),
+    "{key[name]}": ("rigctl", "rigctl_idle", "nvitop"),
+}
+
+
 def printed_keys() -> set[str]:
-    """The keys the benchmarks' figure() calls print, their f-string parts expanded from the loops
-    that make them (peers: one key set per measured program)."""
+    """The keys the benchmarks' figure() calls print, their f-string parts expanded."""
     keys: set[str] = set()
     for source in (ROOT / "benchmarks").glob("bench_*.py"):
         for key in re.findall(r'figure\(f?"([^"]+)"', source.read_text()):
-            if "{key}" in key:
-                keys |= {key.replace("{key}", k) for k in ("gpu", "engine", "nvitop", "floor", "trends")}
-            elif "{keys[name]}" in key:
-                keys |= {key.replace("{keys[name]}", k) for k in ("fake", "sim", "gpustat", "nvitop")}
-            else:
-                keys.add(key)
+            holder = next((h for h in PLACEHOLDERS if h in key), None)
+            keys |= {key.replace(holder, k) for k in PLACEHOLDERS[holder]} if holder else {key}
     return keys
 
 
