@@ -13,8 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from rigctl.record.reader import RecordReader
+from rigctl.record.rows import Row
 from tests.support.bench_rig import SEQS_PLAN, BenchRig
 from tests.support.capture_run import Capture
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # whole benches, a minute each: `pytest -m slow`, CI's own step
 
@@ -162,11 +165,19 @@ def test_a_plan_with_too_few_requests_is_marked_and_not_promoted_and_the_record_
     with httpx.Client(base_url=f"http://127.0.0.1:{bench_rig.port}", timeout=60, trust_env=False) as client:
         for n in range(3):  # real use before the bench
             client.post("/v1/completions", json={"model": "qwen3.6-27b", "prompt": f"mine {n}", "max_tokens": 4})
-    time.sleep(1.5)  # a row or two of it (the recorder writes every 0.5 s)
+    db = bench_rig.state_dir / "record.sqlite"
+
+    def recorded() -> list[Row]:
+        return RecordReader(db).rows() if db.exists() else []
+
+    # the owner's 3 requests in the record before the bench (a loaded machine writes rows late)
+    wait_until("the owner's requests recorded", lambda: sum(r.requests for r in recorded()) >= 3, recorder)
     done, data = bench_rig.bench(str(bench_rig.plan("few", text=text)))
+    ended = time.time()
     assert done.returncode == 6 and data["verdict"] == "inconclusive", done.stdout
     assert any("rests on 8 request(s), fewer than min_requests 20" in r for r in data["reasons"]), data["reasons"]
-    time.sleep(1.5)
+    # a row after the bench: the recorder has written the interval its last arm ended in
+    wait_until("a row after the bench", lambda: any(r.ts > ended for r in recorded()), recorder)
     recorder.send_signal(2)
     Rig = type(bench_rig)
     Rig.finish(recorder)
