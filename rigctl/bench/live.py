@@ -124,7 +124,32 @@ class LiveWriter:
             pass
 
     def close(self) -> None:
+        try:  # kept before the mark goes: a recorder that first sees the last arm's server late
+            write_text_atomic(ended_file(), jsonio.dumps({"plan": self.plan, "started": self.started, "ended": time.time()}), 0o600)
+        except OSError:
+            pass  # a courtesy to the record, never worth a failed bench
         clear_live()
+
+
+@dataclass(frozen=True)
+class EndedBench:
+    """The last bench that ended with its control serving: when it ran."""
+
+    plan: str
+    started: float
+    ended: float
+
+
+def ended_file() -> Path:
+    return bench_dir() / "ended.json"
+
+
+def read_ended() -> EndedBench | None:
+    try:
+        data = jsonio.read_object(ended_file())
+        return EndedBench(str(data["plan"]), float(data["started"]), float(data["ended"])) if data else None
+    except (jsonio.DamagedFile, KeyError, TypeError, ValueError):
+        return None
 
 
 def clear_live() -> None:

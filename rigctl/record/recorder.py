@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from rigctl.bench.live import LiveBench, read_live
+from rigctl.bench.live import EndedBench, LiveBench, read_ended, read_live
 from rigctl.engine.metrics import EngineSnapshot
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import RigSnapshot
@@ -33,14 +33,20 @@ def boot_key(record: ServerRecord) -> str:
 
 
 LIVE_EVERY_S = 2.0
+ENDED_LATE_S = 120.0  # how late a starved recorder may first see the last arm's server and still give it back
 
 
-def tagged_boot(record: ServerRecord, live: LiveBench | None) -> str:
+def tagged_boot(record: ServerRecord, live: LiveBench | None, ended: EndedBench | None = None) -> str:
     """The boot's key, tagged as bench traffic when a running bench started this server (each arm
-    is a fresh boot after the bench's mark was written; the server serving before it is not)."""
+    is a fresh boot after the bench's mark was written; the server serving before it is not).
+    `ended`: given at the first sight of a server, the last bench that ended: a server it started
+    but first seen after it ended (a recorder starved on a loaded machine) holds the bench's last
+    arm in its counters, so what it counted until now is the bench's, not the owner's."""
     key = boot_key(record)
     if live is not None and live.alive and not live.ended and record.started >= live.started:
         return f"{BENCH_TAG}{live.plan}:{key}"
+    if live is None and ended is not None and ended.started <= record.started <= ended.ended:
+        return f"{BENCH_TAG}{ended.plan}:{key}"
     return key
 
 
@@ -56,9 +62,13 @@ class BenchTags:
 
     def observation(self, record: ServerRecord, snapshot: EngineSnapshot, read_energy: Callable[[], float | None]) -> Observation:
         now, server = time.monotonic(), boot_key(record)
-        if now - self._read >= LIVE_EVERY_S or server != self._server:  # a new boot reads it afresh
+        first_sight = server != self._server
+        if now - self._read >= LIVE_EVERY_S or first_sight:  # a new boot reads it afresh
             self._read, self._seen, self._server = now, read_live(), server
-        return Observation(record.profile, tagged_boot(record, self._seen), snapshot, read_energy, boot_key(record))
+        ended = read_ended() if first_sight and self._seen is None else None
+        if ended is not None and time.time() - ended.ended > ENDED_LATE_S:
+            ended = None  # long over: a recorder started since counts this server from its own first sight
+        return Observation(record.profile, tagged_boot(record, self._seen, ended), snapshot, read_energy, boot_key(record))
 
 
 def held_energy(rig: RigSnapshot | None, pid: int | None) -> float | None:
