@@ -57,6 +57,7 @@ class LiveBench:
     owner_start: str | None = None
     ended: str = ""  # set when the run ended without putting the control back: why
     alive: bool = True  # its rigctl still runs
+    before: str = ""  # the boot key of the server that served when the bench began ("": none)
 
     def elapsed(self) -> float:
         return self.updated - self.started
@@ -82,9 +83,11 @@ class LiveBench:
 
 
 class LiveWriter:
-    def __init__(self, plan: str, raw_dir: Path, control: str, candidate: str) -> None:
-        """Writes the mark now: OSError when it cannot be (the bench then touches nothing)."""
+    def __init__(self, plan: str, raw_dir: Path, control: str, candidate: str, before: str = "") -> None:
+        """Writes the mark now: OSError when it cannot be (the bench then touches nothing).
+        `before`: the boot key of the server serving now (every other server is the bench's)."""
         self.plan, self.raw_dir, self.control, self.candidate = plan, str(raw_dir), control, candidate
+        self.before = before
         self.started = time.time()
         self._last = 0.0
         self._progress = ArmProgress(0, 0, "control", control, "starting")
@@ -102,6 +105,7 @@ class LiveWriter:
             "candidate": self.candidate,
             "progress": asdict(progress),
             "ended": ended,
+            "before": self.before,
         }
         write_text_atomic(live_file(), jsonio.dumps(data), 0o600)
 
@@ -189,6 +193,7 @@ def read_live() -> LiveBench | None:
             owner if isinstance(owner, str) else None,
             _text(data, "ended"),
             alive=same_process(pid, start=owner if isinstance(owner, str) else None),
+            before=_text(data, "before"),
         )
     except (KeyError, TypeError, ValueError):
         return None

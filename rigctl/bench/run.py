@@ -34,6 +34,7 @@ from rigctl.errors import ExitCode, RigctlError
 from rigctl.serve import boots
 from rigctl.serve.lock import RigLock
 from rigctl.serve.serving import find_running
+from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import Prepared, ServeContext
 from rigctl.serve.switch import SwitchOutcome, left_behind, serving_name, switch
 
@@ -236,7 +237,7 @@ def run_bench(
                     "serving_before": serving_name(ctx),
                 },
             )
-            live = LiveWriter(plan.name, raw.path, plan.control, ", ".join(plan.candidates))
+            live = LiveWriter(plan.name, raw.path, plan.control, ", ".join(plan.candidates), _serving_boot())
         except OSError as exc:
             raise RigctlError(f"the bench's raw files cannot be written ({_reason(exc)}); nothing was switched") from None
 
@@ -368,3 +369,12 @@ def _arms(
         if stop.is_set():
             result.status, result.message = "interrupted", f"stopped during arm {number} of {len(arms)}"
             return
+
+
+def _serving_boot() -> str:
+    """The boot key of the server serving as the bench begins ("" for none, or a damaged record)."""
+    try:
+        record = read_record()
+    except RigctlError:
+        return ""
+    return record.boot_key if record is not None else ""

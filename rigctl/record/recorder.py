@@ -29,7 +29,7 @@ PENDING_ROWS = 8640  # rows kept in memory while the record cannot be written: a
 
 def boot_key(record: ServerRecord) -> str:
     """What tags a boot's rows: its boot token, else the profile and start time."""
-    return record.boot_id or f"{record.profile}@{record.started:.0f}"
+    return record.boot_key
 
 
 LIVE_EVERY_S = 2.0
@@ -43,8 +43,12 @@ def tagged_boot(record: ServerRecord, live: LiveBench | None, ended: EndedBench 
     but first seen after it ended (a recorder starved on a loaded machine) holds the bench's last
     arm in its counters, so what it counted until now is the bench's, not the owner's."""
     key = boot_key(record)
-    if live is not None and live.alive and not live.ended and record.started >= live.started:
-        return f"{BENCH_TAG}{live.plan}:{key}"
+    # Any server but the one serving when the bench began is the bench's: by that server's key
+    # when the mark names it (a start time read back from the process can be a second early).
+    if live is not None and live.alive and not live.ended:
+        started_by_bench = key != live.before if live.before else record.started >= live.started
+        if started_by_bench:
+            return f"{BENCH_TAG}{live.plan}:{key}"
     if live is None and ended is not None and ended.started <= record.started <= ended.ended:
         return f"{BENCH_TAG}{ended.plan}:{key}"
     return key

@@ -49,6 +49,11 @@ class ServerRecord:
             raise ValueError(f"'pid' is {self.pid}, not a process id")
 
     @property
+    def boot_key(self) -> str:
+        """What tags this boot's rows in the record: its boot token, else the profile and start time."""
+        return self.boot_id or f"{self.profile}@{self.started:.0f}"
+
+    @property
     def base_url(self) -> str:
         host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
         return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"

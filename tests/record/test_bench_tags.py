@@ -46,3 +46,15 @@ def test_a_server_seen_while_the_bench_runs_is_tagged_and_real_use_after(isolate
     live.close()
     later = BenchTags()  # a recorder started well after: its first sight is real use unless the end is recent
     assert later.observation(server(time.time() - 3600, "old"), EngineSnapshot(timestamp=0.0), lambda: None).boot == "old"
+
+
+def test_the_mark_names_the_server_serving_before_and_every_other_is_the_benchs(isolated_dirs: Path) -> None:
+    """A start time read back from the process (psutil's, on the kernel's whole-second boot time)
+    can be a second before the mark: the bench's first arm is told by its key, not its start."""
+    live = LiveWriter("few", isolated_dirs, "seqs2", "seqs8", before="owner-boot")
+    owner = server(live.started - 60, "owner-boot")
+    first_arm = server(live.started - 0.8, "arm1")  # booted right after the mark, said a little early
+    snapshot = EngineSnapshot(timestamp=0.0)
+    assert BenchTags().observation(owner, snapshot, lambda: None).boot == "owner-boot"
+    assert BenchTags().observation(first_arm, snapshot, lambda: None).boot == f"{BENCH_TAG}few:arm1"
+    live.close()
