@@ -5,6 +5,7 @@ are one moment's."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from rigctl.exporter import families as f
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.store import ProfileStore
-from rigctl.record.regression_watch import hit_rate_fall
+from rigctl.record.regression_watch import CHECK_EVERY_S, hit_rate_fall
 from rigctl.serve.boots import BootRecord, read_all
 from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import ServerRecord, read_state_or_none
@@ -64,6 +65,7 @@ class RigCollector(Collector):
         self.settings = settings
         self.rig = rig
         self._served: tuple[tuple[str, float] | None, ServedProfile | None] = (None, None)
+        self._fell: tuple[str, float, bool] = ("", -CHECK_EVERY_S, False)
 
     def describe(self) -> Iterator[Metric]:
         return iter(())  # the families' samples are known only at scrape time
@@ -134,8 +136,7 @@ class RigCollector(Collector):
                 self._add(metrics, f.KV_POOL, (active,), boot.kv_tokens)
                 self._add(metrics, f.BOOT_SECONDS, (active,), boot.boot_seconds)
             self._add(metrics, f.MAX_MODEL_LEN, (active,), serving.probe.max_model_len if serving.probe else None)
-            fell = hit_rate_fall(record, self.settings)
-            self._add(metrics, f.HIT_RATE_REGRESSION, (active,), 1.0 if fell is not None else 0.0)
+            self._add(metrics, f.HIT_RATE_REGRESSION, (active,), 1.0 if self._hit_rate_fell(record) else 0.0)
         state = read_state_or_none()
         if state is not None:
             self._add(metrics, f.SWITCH_STATE, (state.status, state.profile or ""), 1.0)
@@ -144,6 +145,15 @@ class RigCollector(Collector):
         self._add(metrics, f.WATCHED, (), 1.0 if firing is not None else 0.0)
         for alert in firing.alerts if firing else ():
             self._add(metrics, f.ALERT, (str(alert.get("kind", "?")), str(alert.get("severity", ""))), 1.0)
+
+    def _hit_rate_fell(self, record: ServerRecord) -> bool:
+        """The record's rule, asked at most once a minute a boot (it reads a week of two boots' rows,
+        as the watch service's check does): a scrape every few seconds would read them each time."""
+        now, (key, checked, fell) = time.monotonic(), self._fell
+        if key != record.boot_key or now - checked >= CHECK_EVERY_S:
+            fell = hit_rate_fall(record, self.settings) is not None
+            self._fell = (record.boot_key, now, fell)
+        return fell
 
     def _served_profile(self, record: ServerRecord) -> ServedProfile:
         key = (record.profile, record.started)
