@@ -23,6 +23,19 @@ LAUNCHERS = ("process", "systemd", "docker")
 
 
 @dataclass(frozen=True)
+class RemoteRig:
+    """`[rigs.NAME]`: another rig this terminal drives through the system's OpenSSH."""
+
+    name: str
+    ssh: str  # the destination as ssh takes it: "user@host", or a Host of ~/.ssh/config
+    rigctl: str = "rigctl"  # rigctl's path there ("~/" is that user's home)
+    ssh_options: tuple[str, ...] = ()  # more ssh arguments, e.g. ["-p", "2222"] or ["-F", "/path/config"]
+
+
+RIG_KEYS = ("ssh", "rigctl", "ssh_options")
+
+
+@dataclass(frozen=True)
 class Settings:
     launcher: str = "process"
     vllm_command: tuple[str, ...] = ("vllm",)
@@ -70,6 +83,7 @@ class Settings:
     # [exporter]: rigctl exporter, for the owner's Prometheus
     exporter_listen: str = "127.0.0.1:9477"  # a port of rigctl's own; loopback unless --listen says otherwise
     exporter_rig: str = ""  # the `rig` label; empty: the hostname
+    rigs: tuple[RemoteRig, ...] = ()  # [rigs.NAME]: rigs driven over SSH (`rigctl --rig NAME ...`)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
 
@@ -185,10 +199,13 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             raise BadInputError(f"{path}: invalid TOML: {exc}") from exc
         lines = key_lines(text)
         values["verify_declared"] = isinstance(data.get("verify"), dict)
+        if "rigs" in data:
+            values["rigs"] = _remote_rigs(data.pop("rigs"), path, lines)
+            sources.update({f"rigs.{r.name}": f"{path}:{line_of(lines, 'rigs', r.name)}" for r in values["rigs"]})
         for table, entries in data.items():
             where_table = f"{path}:{line_of(lines, table)}: {table}"
             if table not in LAYOUT or not isinstance(entries, dict):
-                raise BadInputError(f"{where_table}: not a config table (tables: {', '.join(LAYOUT)})")
+                raise BadInputError(f"{where_table}: not a config table (tables: {', '.join([*LAYOUT, 'rigs.NAME'])})")
             for key, value in entries.items():
                 where = f"{path}:{line_of(lines, table, key)}: {table}.{key}"
                 if key not in LAYOUT[table]:
@@ -209,7 +226,42 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     return Settings(**values, sources=sources)
 
 
-DERIVED = ("sources", "verify_declared")  # said by load_settings, never written in config.toml
+DERIVED = ("sources", "verify_declared", "rigs")  # said by load_settings (rigs: tables of their own), never one key
+
+
+def _remote_rigs(tables: Any, path: Path, lines: dict[tuple[str, ...], int]) -> tuple[RemoteRig, ...]:
+    """`[rigs.NAME]` tables, each checked here: the destination and options go to ssh as argv
+    words, so one that ssh would read as an option is refused rather than passed on."""
+    if not isinstance(tables, dict):
+        raise BadInputError(f'{path}:{line_of(lines, "rigs")}: rigs: must be tables, e.g. [rigs.box2] ssh = "me@box2"')
+    rigs = []
+    for name, entries in tables.items():
+        where = f"{path}:{line_of(lines, 'rigs', name)}: rigs.{name}"
+        if not isinstance(entries, dict):
+            raise BadInputError(f'{where}: must be a table, e.g. [rigs.{name}] ssh = "me@{name}"')
+        if not name or not all(c.isalnum() or c in "-_." for c in name):
+            raise BadInputError(f"{where}: a rig's name is letters, digits, '-', '_' and '.'")
+        for key in entries:
+            if key not in RIG_KEYS:
+                raise BadInputError(f"{where}.{key}: not a setting (in [rigs.{name}]: {', '.join(RIG_KEYS)})")
+        ssh, rigctl, options = entries.get("ssh"), entries.get("rigctl", "rigctl"), entries.get("ssh_options", [])
+        if not isinstance(ssh, str) or not ssh or ssh.startswith("-") or any(c.isspace() for c in ssh):
+            raise BadInputError(f'{where}.ssh: must be the destination ssh takes, e.g. "me@{name}" (no spaces, no leading -)')
+        if not isinstance(rigctl, str) or not rigctl.strip():
+            raise BadInputError(f'{where}.rigctl: must be rigctl\'s path on that rig, e.g. "~/.local/bin/rigctl"')
+        if not isinstance(options, list) or not all(isinstance(o, str) and o for o in options):
+            raise BadInputError(f'{where}.ssh_options: must be a list of ssh arguments, e.g. ["-p", "2222"]')
+        rigs.append(RemoteRig(name=name, ssh=ssh, rigctl=rigctl, ssh_options=tuple(options)))
+    return tuple(rigs)
+
+
+def remote_rig(settings: Settings, name: str) -> RemoteRig:
+    """The `[rigs.NAME]` entry called `name` (BadInputError naming the ones there are)."""
+    for rig in settings.rigs:
+        if rig.name == name:
+            return rig
+    known = ", ".join(r.name for r in settings.rigs) or "none yet"
+    raise BadInputError(f'no rig {name!r} in {config_path()} (rigs: {known}); add [rigs.{name}] ssh = "user@host"')
 
 
 def as_table(settings: Settings) -> dict[str, Any]:

@@ -47,6 +47,14 @@ def test_defaults_then_file_then_env_each_with_its_source() -> None:
         ('\n[tui]\nrig_interval = "fast"\n', ":3: tui.rig_interval: must be a non-negative number of seconds"),
         ("[gui]\nx = 1\n", ":1: gui: not a config table"),
         ("[tui\n", "invalid TOML"),
+        ('[rigs.box2]\nssh = "-oProxyCommand=x"\n', ":1: rigs.box2.ssh: must be the destination ssh takes"),
+        (
+            '[rigs.box2]\nssh = "me@box2"\nport = 22\n',
+            ":1: rigs.box2.port: not a setting (in [rigs.box2]: ssh, rigctl, ssh_options)",
+        ),
+        ('[rigs.box2]\nssh = "me@box2"\nssh_options = "-p 2222"\n', "rigs.box2.ssh_options: must be a list of ssh arguments"),
+        ('[rigs]\nbox2 = "me@box2"\n', ":2: rigs.box2: must be a table"),
+        ('[rigs."a b"]\nssh = "me@box2"\n', "a rig's name is letters, digits"),
     ],
 )
 def test_invalid_config_names_key_and_line(text: str, expected: str) -> None:
@@ -83,6 +91,17 @@ def test_config_command_text_and_json() -> None:
     text = subprocess.run([sys.executable, "-m", "rigctl", "config"], capture_output=True, text=True, env=env, timeout=60).stdout
     assert f"config file: {path}" in text
     assert any(line.split()[:2] == ["server.vllm_command", "/opt/vllm/bin/vllm"] for line in text.splitlines())
+
+
+def test_rigs_are_read_with_their_options_and_shown_by_config(capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(
+        '# the second box\n[rigs.box2]\nssh = "me@box2"\nrigctl = "~/.local/bin/rigctl"\nssh_options = ["-p", "2222"]\n'
+    )
+    (rig,) = load_settings().rigs
+    assert (rig.name, rig.ssh, rig.rigctl, rig.ssh_options) == ("box2", "me@box2", "~/.local/bin/rigctl", ("-p", "2222"))
+    assert main(["config", "--json"]) == 0
+    rows = {row["setting"]: row for row in json.loads(capsys.readouterr().out)["settings"]}
+    assert rows["rigs.box2.ssh_options"] == {"setting": "rigs.box2.ssh_options", "value": ["-p", "2222"], "source": f"{path}:2"}
 
 
 def test_config_command_reports_a_broken_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,7 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _json_error("bad usage: see the message on stderr and `rigctl COMMAND --help`", code)
         return code
     handler = getattr(args, "handler", None)
-    if handler is None:  # no subcommand: the TUI
+    if args.remote_rig:  # checked here as a usage; run there
+        from rigctl.cli.remote import run_on_rig
+
+        handler = run_on_rig(argv)
+    elif handler is None:  # no subcommand: the TUI
         from rigctl.cli.tui import run_tui
 
         handler = run_tui

@@ -39,12 +39,12 @@ def help_of(name: str) -> str:
 
 
 def chosen(argv: list[str]) -> str | None:
-    """The subcommand named in `argv` (skipping the global --sim NAME), if any."""
+    """The subcommand named in `argv` (skipping the global --sim NAME and --rig NAME), if any."""
     skip = False
     for word in argv:
         if skip:
             skip = False
-        elif word == "--sim":
+        elif word in ("--sim", "--rig"):
             skip = True
         elif word in COMMANDS:
             return word

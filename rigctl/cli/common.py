@@ -31,6 +31,13 @@ def add_global_flags(parser: argparse.ArgumentParser, top_level: bool = False) -
         default=default,
         help="use a simulated rig instead of NVML (also RIGCTL_SIM; `rigctl sims` lists them)",
     )
+    if top_level:  # before the command only: `rigctl exporter --rig NAME` is the exporter's label
+        parser.add_argument(
+            "--rig",
+            dest="remote_rig",  # its own name: the exporter's --rig (a label) lands on args.rig
+            metavar="NAME",
+            help='run the command on rig NAME over SSH ([rigs.NAME] ssh = "user@host" in config.toml)',
+        )
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:

@@ -29,6 +29,9 @@ def rows(settings: Settings) -> list[dict[str, Any]]:
                 "source": settings.sources.get(name, "default"),
             }
         )
+    for rig in settings.rigs:  # [rigs.NAME]: one row per key, as the file has them
+        for key, value in (("ssh", rig.ssh), ("rigctl", rig.rigctl), ("ssh_options", list(rig.ssh_options))):
+            out.append({"setting": f"rigs.{rig.name}.{key}", "value": value, "source": settings.sources[f"rigs.{rig.name}"]})
     return out
 
 

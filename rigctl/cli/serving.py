@@ -60,10 +60,17 @@ class Progress:
     def __init__(self, verbose: bool) -> None:
         self.verbose = verbose
         self.start = time.monotonic()
+        self.reader_gone = False
 
     def __call__(self, event: Event) -> None:
-        if event.kind == "outcome" or (event.kind == "line" and not self.verbose):
+        if event.kind == "outcome" or (event.kind == "line" and not self.verbose) or self.reader_gone:
             return
+        try:
+            self._print(event)
+        except OSError:  # the reader left (`| head`, an SSH link cut by `--rig`'s Ctrl-C): the switch goes on, unwatched
+            self.reader_gone = True
+
+    def _print(self, event: Event) -> None:
         stamp = f"[{time.monotonic() - self.start:6.1f}s]"
         prefix = {"warning": "warning: ", "failure": "FAILED: "}.get(event.kind, "")
         if event.kind == "phase":

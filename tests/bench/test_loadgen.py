@@ -145,8 +145,10 @@ def test_interval_arrivals_are_kept(streamer: Streamer) -> None:
     streamer.first_delay = 0.0
     schedule = [(Prompt(i, f"p{i}", 2), i * 0.3) for i in range(3)]
     results, _ = run_load(target(streamer), schedule, concurrency=4)
-    starts = [r.start_time for r in results]
-    assert starts[1] - starts[0] >= 0.3 - 0.005 and starts[2] - starts[0] >= 0.6 - 0.005  # never early
+    # never early against the run's own clock (the first request may itself be late, so gaps
+    # between starts are no promise); asyncio may wake within its clock resolution of the due time
+    assert [r.index for r in results] == [0, 1, 2]
+    assert all(r.start_time >= due - 0.005 for r, (_, due) in zip(results, schedule, strict=True))
 
 
 def test_failures_are_kept_with_what_went_wrong(streamer: Streamer) -> None:

@@ -1,0 +1,89 @@
+"""`rigctl --rig box2 ...` through a real sshd: the remote rig's answer and exit code come back
+as they are; every way the command cannot run there is one line."""
+
+from __future__ import annotations
+
+import json
+
+from rigctl import __version__
+from tests.faults.rig import crashed
+from tests.remote.conftest import Link
+from tests.support.serving import free_port
+
+
+def test_status_json_is_the_rigs_own_answer(link: Link) -> None:
+    assert link.there.rigctl("switch", "good").returncode == 0
+    far = link.here.rigctl("--rig", "box2", "status", "--json")
+    assert far.returncode == 0, far.stderr
+    near = link.there.rigctl("status", "--json")
+    got, want = json.loads(far.stdout), json.loads(near.stdout)
+    assert got["serving"]["active_profile"] == want["serving"]["active_profile"] == "good"
+    assert got["serving"]["server"]["pid"] == want["serving"]["server"]["pid"]
+    assert [g["name"] for g in got["rig"]["gpus"]] == [g["name"] for g in want["rig"]["gpus"]]
+    assert far.stderr == ""  # nothing of ssh's or the protocol's shows
+
+
+def test_the_remote_exit_code_is_ours(link: Link) -> None:
+    """status --check on a rig where nothing serves: 7 there, 7 here; a usage error there is 2 here."""
+    far = link.here.rigctl("--rig", "box2", "status", "--check")
+    assert far.returncode == 7, far.stdout + far.stderr
+    assert far.returncode == link.there.rigctl("status", "--check").returncode
+    missing = link.here.rigctl("--rig", "box2", "switch", "no-such-profile")
+    assert missing.returncode == 2
+    assert "no-such-profile" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_arguments_reach_the_rig_as_words_never_as_shell(link: Link) -> None:
+    """A profile name with quotes, a semicolon and $( ) is one argument there, refused as a name."""
+    hostile = "x'; touch /tmp/rigctl-pwned-$(id -u); echo '"
+    far = link.here.rigctl("--rig", "box2", "profile", "show", hostile)
+    assert far.returncode == 2
+    assert "rigctl-pwned" in far.stderr  # it came back as the name rigctl refused, whole
+    near = link.there.rigctl("profile", "show", hostile)
+    assert far.stderr == near.stderr
+
+
+def test_an_unreachable_rig_is_one_line(link: Link) -> None:
+    link.name_rig(client_config=link.sshd.write_client_config(link.sshd.known_hosts, port=free_port()))
+    far = link.here.rigctl("--rig", "box2", "status")
+    assert far.returncode == 1
+    assert far.stderr.startswith("rigctl: rig box2 (box2) does not answer: ") and far.stderr.count("\n") == 1, far.stderr
+
+
+def test_an_unknown_host_key_is_refused_in_one_line(link: Link) -> None:
+    empty = link.sshd.home / "empty_known_hosts"
+    empty.write_text("")
+    link.name_rig(client_config=link.sshd.write_client_config(empty))
+    far = link.here.rigctl("--rig", "box2", "status", "--json")
+    assert far.returncode == 1
+    assert "host key is not known here" in far.stderr and far.stderr.count("\n") == 1, far.stderr
+    assert json.loads(far.stdout) == {"error": far.stderr.removeprefix("rigctl: ").strip(), "exit_code": 1}
+    assert empty.read_text() == ""  # nothing accepted for the owner
+
+
+def test_a_missing_remote_rigctl_is_one_line(link: Link) -> None:
+    link.name_rig(rigctl="/opt/nowhere/bin/rigctl")
+    far = link.here.rigctl("--rig", "box2", "status")
+    assert far.returncode == 1
+    assert "no rigctl at '/opt/nowhere/bin/rigctl' there" in far.stderr and far.stderr.count("\n") == 1, far.stderr
+
+
+def test_another_rigctl_version_runs_nothing(link: Link) -> None:
+    """The rig's rigctl says another version: refused before the command runs there."""
+    older = link.sshd.home / "old-rigctl"
+    ran = link.sshd.home / "ran"
+    older.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "rigctl 0.0.1"; exit 0; fi\ntouch {ran}\n')
+    older.chmod(0o755)
+    link.name_rig(rigctl=str(older))
+    far = link.here.rigctl("--rig", "box2", "switch", "good")
+    assert far.returncode == 1
+    assert f"runs rigctl 0.0.1, this is rigctl {__version__}" in far.stderr and far.stderr.count("\n") == 1, far.stderr
+    assert not ran.exists()
+
+
+def test_an_unknown_rig_name_and_the_tui_are_refused_here(link: Link) -> None:
+    unknown = link.here.rigctl("--rig", "box9", "status")
+    assert unknown.returncode == 2 and "no rig 'box9'" in unknown.stderr and "rigs: box2" in unknown.stderr
+    tui = link.here.rigctl("--rig", "box2")
+    assert tui.returncode == 2 and "not the TUI" in tui.stderr
+    assert not crashed(tui.stderr)
