@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rigctl.config import Settings
+from rigctl.errors import RigctlError
 from rigctl.exporter import families as f
 from rigctl.record.prometheus import PrometheusSource
 from rigctl.vllm.metric_names import COUNTERS, P
@@ -32,6 +34,8 @@ class RigRow:
     state: str | None = None  # rigctl's last state: serving, switching, failed, ...
     state_since: float | None = None
     alerts: list[str] = field(default_factory=list)
+    in_prometheus: bool = True  # False: only named in [rigs.NAME], no series of its exporter seen
+    ssh: str | None = None  # [rigs.NAME] ssh: this terminal can drive it (rigctl --rig NAME)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,3 +86,30 @@ def read_rigs(source: PrometheusSource) -> list[RigRow]:
         if row is not None and labels.get("alertname") not in row.alerts and labels.get("alertname") != "RigctlAlert":
             row.alerts.append(labels.get("alertname", "?"))
     return [rows[name] for name in sorted(rows)]
+
+
+@dataclass
+class RigsView:
+    rows: list[RigRow]
+    problem: str | None  # why the figures are missing: no [prometheus] url, or it did not answer
+
+
+def rigs_view(settings: Settings) -> RigsView:
+    """The rigs Prometheus knows, joined by name with those `[rigs.NAME]` can drive (a rig named
+    only there is shown too, without figures): the TUI's Rigs screen."""
+    rows: list[RigRow] = []
+    problem = None
+    if not settings.prometheus_url:
+        problem = "no [prometheus] url in config.toml: the rigs' figures come from the Prometheus scraping their exporters"
+    else:
+        try:
+            rows = read_rigs(PrometheusSource(settings.prometheus_url, timeout=settings.prometheus_timeout))
+        except RigctlError as exc:
+            problem = str(exc)
+    by_name = {row.rig: row for row in rows}
+    for remote in settings.rigs:
+        row = by_name.get(remote.name)
+        if row is None:
+            row = by_name[remote.name] = RigRow(remote.name, in_prometheus=False)
+        row.ssh = remote.ssh
+    return RigsView([by_name[name] for name in sorted(by_name)], problem)

@@ -38,6 +38,16 @@ class Event:
     seconds: float | None = None
 
 
+def to_both(first: Callable[[Event], None], second: Callable[[Event], None]) -> Callable[[Event], None]:
+    """One listener that hands each event to `first`, then `second` (the caller's and the TUI's)."""
+
+    def both(event: Event) -> None:
+        first(event)
+        second(event)
+
+    return both
+
+
 @dataclass(frozen=True)
 class BootResult:
     profile: str

@@ -26,7 +26,7 @@ from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
 from rigctl.serve import switch as transaction
 from rigctl.serve.boots import expected_boot, read_all
-from rigctl.serve.bootwatch import Event
+from rigctl.serve.bootwatch import Event, to_both
 from rigctl.serve.cost import SwitchCost, switch_cost
 from rigctl.serve.serving import observe
 from rigctl.serve.statefiles import read_record
@@ -45,6 +45,7 @@ from rigctl.tui.screens.history import HistoryScreen
 from rigctl.tui.screens.logs import LogScreen
 from rigctl.tui.screens.processes import ProcessesScreen
 from rigctl.tui.screens.profiles import ProfilesScreen
+from rigctl.tui.screens.rigs import RigsScreen
 from rigctl.tui.screens.trends import TrendsScreen
 from rigctl.tui.theme import ThemeKeeper
 
@@ -56,6 +57,7 @@ SCREENS = {
     "bench": BenchScreen,
     "processes": ProcessesScreen,
     "trends": TrendsScreen,
+    "rigs": RigsScreen,
 }
 HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
 
@@ -74,6 +76,7 @@ class RigApp(PollingApp):
         Binding("h", "show_history", "History", tooltip="boots recorded: KV pool, load time, per profile"),
         Binding("B", "show_bench", "Bench", tooltip="bench runs: the one running now, the kept ones, their verdicts"),
         Binding("g", "show_trends", "Trends", tooltip="the serving record drawn: KV, hit rate, TTFT, tok/s, power, J/token"),
+        Binding("w", "show_rigs", "Rigs", show=False, tooltip="every rig: Prometheus's figures, and s to switch one over SSH"),
         Binding("P", "show_processes", "Procs", show=False, tooltip="the processes on each GPU: pid, user, vLLM role, memory"),
         Binding(
             "s",
@@ -102,7 +105,7 @@ class RigApp(PollingApp):
         self.sampler = sampler
         # the app's own view of the caller's context: its events reach the caller's listener and the
         # app's screens both, and the caller's context is left as it was given
-        self.serve = dataclasses.replace(serve, on_event=_both(serve.on_event, self._switch_event)) if serve else None
+        self.serve = dataclasses.replace(serve, on_event=to_both(serve.on_event, self._switch_event)) if serve else None
         self.settings = settings or (serve.settings if serve else load_settings())
         self.themes = ThemeKeeper(self, self.settings)
         self.poll_interval = poll_interval
@@ -123,6 +126,7 @@ class RigApp(PollingApp):
         self.bench = BenchScreen(id="bench")
         self.processes = ProcessesScreen(id="processes")
         self.trends = TrendsScreen(id="trends")
+        self.rigs = RigsScreen(id="rigs")
         self.boot: BootScreen | None = None
         self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell, self._record_note) if record else None
         self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.settings, self.recorder)
@@ -366,6 +370,9 @@ class RigApp(PollingApp):
     def action_show_trends(self) -> None:
         self.go("trends")
 
+    def action_show_rigs(self) -> None:
+        self.go("rigs")
+
     def action_show_processes(self) -> None:
         self.go("processes")
         if self.dashboard.last_snapshot is not None:
@@ -376,14 +383,6 @@ class RigApp(PollingApp):
             self.notify("no switch yet in this session", timeout=3)
         elif self.screen is not self.boot:
             self.push_screen("boot")
-
-
-def _both(first: Callable[[Event], None], second: Callable[[Event], None]) -> Callable[[Event], None]:
-    def both(event: Event) -> None:
-        first(event)
-        second(event)
-
-    return both
 
 
 def make_app(

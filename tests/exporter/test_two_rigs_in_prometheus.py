@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from rigctl.config import RemoteRig, Settings
+from rigctl.exporter.rigs import rigs_view
 from tests.faults.rig import Rig
 from tests.support.serving import free_port
 from tests.support.waiting import wait_until
@@ -131,6 +133,12 @@ def test_one_prometheus_holds_both_rigs_and_the_rules_find_the_stalled_one(two_r
         assert (
             "alpha: serving good (" in text and "beta: serving stalls (" in text and "alerts firing: RigctlAdmissionStalled" in text
         )
+
+        # the TUI's Rigs screen: the same rows, joined by name with the rigs [rigs.NAME] can drive
+        view = rigs_view(Settings(prometheus_url=url, rigs=(RemoteRig("beta", "me@beta"), RemoteRig("gamma", "me@gamma"))))
+        assert view.problem is None
+        shown = {r.rig: (r.in_prometheus, r.ssh, r.profile) for r in view.rows}
+        assert shown == {"alpha": (True, None, "good"), "beta": (True, "me@beta", "stalls"), "gamma": (False, "me@gamma", None)}
 
         # the dashboard: every query answered; data where the rigs have it
         board = json.loads(alpha.rigctl("exporter", "--grafana").stdout)

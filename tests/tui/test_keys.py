@@ -87,6 +87,7 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
         "app.show_bench",
         "app.show_processes",
         "app.show_trends",
+        "app.show_rigs",
     ):
         assert app.screen.id == action.removeprefix("app.show_")
     elif action == "app.pick_profile":
@@ -104,13 +105,17 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
     elif action == "screen.switch":
         await check_confirm(app, pilot, "Switch to ")
     elif action == "screen.reload":
-        assert app.screen.id in ("profiles", "history", "bench")
+        assert app.screen.id in ("profiles", "history", "bench", "rigs")
         await settle(app, pilot)
         table = app.screen.query_one(DataTable)
-        if app.screen.id == "bench":  # no bench was run on this rig: the screen says where runs would be
+        if app.screen.id == "rigs":  # no [rigs.NAME] and no Prometheus here: the screen says where figures come from
+            assert table.row_count == 0 and "no [prometheus] url" in str(app.screen.query_one("#rigs-note", Static).content)
+        elif app.screen.id == "bench":  # no bench was run on this rig: the screen says where runs would be
             assert table.row_count == 0 and "no kept runs in" in str(app.screen.query_one("#bench-report", Static).content)
         else:
             assert table.row_count >= 1  # the profiles, or the one boot recorded
+    elif action == "screen.switch_rig":  # no rig listed: nothing to ask
+        assert app.screen.id == "rigs"
     elif action == "screen.clear":
         assert app.screen.query_one(ServerLog).line_count == 0
     elif action == "screen.back":  # escape on the log screen, no search open

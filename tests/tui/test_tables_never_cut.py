@@ -19,6 +19,7 @@ from rigctl.serve.boots import BootRecord, append
 from rigctl.serve.steps import ServeContext
 from rigctl.tui.app import SCREENS
 from tests.record.test_derive import row
+from tests.support.config_file import write_config
 from tests.support.serving import add_profile
 from tests.tui.helpers import app_for, poll, settle
 
@@ -26,6 +27,7 @@ NAMES = ["qwen36-27b-awq-tp2-async-mtp3", "fp8-131k", "autoround-dp2", "seqs64-l
 
 
 def full_state(profiles: Path, port: int) -> None:
+    write_config("".join(f'[rigs.{n}]\nssh = "owner@{n}.lan"\n' for n in ("box-two", "provider-node-17", "garage")))
     for name in NAMES:
         add_profile(profiles, name, "", port)
     now = time.time()
@@ -93,6 +95,8 @@ def test_no_table_cuts_a_column_at_any_size(serve_ctx: ServeContext, profiles: P
                     assert max(len(line) for line in table_lines) <= report.content_region.width, text
                     app.screen.query_one(TabbedContent).active = "boots"
                     await settle(app, pilot)
+                if name == "rigs":
+                    assert app.screen.query_one(DataTable).row_count == 3  # the three [rigs.NAME]
                 for table in app.screen.query(DataTable):
                     if not table.display or table.row_count == 0:
                         continue

@@ -1,0 +1,60 @@
+"""The TUI's Rigs screen (w) driving another rig through a real sshd: s on the rig lists the
+profiles its own rigctl has, the one picked is switched there after the question, its progress
+shown line by line, and the rig serves it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from textual.widgets import DataTable, Log, OptionList
+
+from rigctl.serve.steps import ServeContext
+from rigctl.tui.screens.confirm import ConfirmScreen
+from rigctl.tui.screens.rigs import RemoteSwitchScreen, RigProfilesScreen
+from tests.remote.conftest import Link
+from tests.support.config_file import write_config
+from tests.support.sshd import remote_rigctl
+from tests.tui.helpers import Seen, app_for, screen_text, settle, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def test_s_on_a_rig_switches_it_over_ssh(link: Link, serve_ctx: ServeContext) -> None:
+    there = link.there
+    assert there.rigctl("switch", "good").returncode == 0
+    options = json.dumps(["-F", str(link.sshd.client_config)])
+    write_config(f'[rigs.box2]\nssh = "box2"\nrigctl = {json.dumps(remote_rigctl())}\nssh_options = {options}\n')
+    app = app_for(serve_ctx)
+    seen = Seen()
+
+    async def scenario() -> None:
+        async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
+            await pilot.press("w")
+            await settle(app, pilot)
+            assert app.screen.query_one(DataTable).row_count == 1
+            assert "box2" in screen_text(app) and "not in Prometheus" in screen_text(app)  # no [prometheus] url here
+            await pilot.press("s")
+            await wait_for(pilot, "the rig's profiles", lambda: isinstance(app.screen, RigProfilesScreen))
+            listing = app.screen.query_one(OptionList)
+            ids = [listing.get_option_at_index(i).id for i in range(listing.option_count)]
+            assert "good" in ids and "alt" in ids  # the rig's own profiles, asked of its rigctl
+            assert listing.get_option("good").disabled  # it serves already
+            listing.focus()
+            listing.highlighted = ids.index("alt")
+            await pilot.press("enter")
+            await wait_for(pilot, "the question", lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")
+            await wait_for(pilot, "the switch view", lambda: isinstance(app.screen, RemoteSwitchScreen))
+            view = app.screen
+            assert isinstance(view, RemoteSwitchScreen)
+            await wait_for(pilot, "the switch there to end", lambda: view.code is not None)
+            assert view.code == 0, "\n".join(view.query_one(Log).lines)
+            assert any("alt: " in line for line in view.query_one(Log).lines)  # its progress, line by line
+            assert seen.notified("box2: alt: switched")
+            await pilot.press("escape")
+            await settle(app, pilot)
+
+    asyncio.run(scenario())
+    assert there.state()["profile"] == "alt" and there.serves()
