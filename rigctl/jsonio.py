@@ -11,13 +11,14 @@ import dataclasses
 import functools
 import json
 import math
+import os
 import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rigctl.errors import RigctlError, UnsafePath
-from rigctl.files import read_own
+from rigctl.files import open_own, read_own
 
 T = TypeVar("T")
 
@@ -150,3 +151,44 @@ def _describe(kind: Any) -> str:
     if typing.get_origin(kind) is typing.Literal:
         return "one of " + ", ".join(json.dumps(word) for word in typing.get_args(kind))
     return names.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+def append_line(path: Path, value: dict[str, Any]) -> None:
+    """One JSON object appended to a JSON-lines file of rigctl's own (0600): one write of one line
+    with O_APPEND, so two writers never interleave, fsynced; a line cut short by a crash is never
+    glued to the next one."""
+    line = (dumps(value, sort_keys=True) + "\n").encode()
+    fd = open_own(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: Path, cls: type[T], limit: int) -> tuple[list[T], list[int]]:
+    """The records of a JSON-lines file of rigctl's own, each checked as `cls`, and the 1-based
+    numbers of the lines that are not one (skipped, for the caller to name). No file: none.
+    DamagedFile when the file itself cannot be read (unsafe, too large)."""
+    try:
+        raw = read_own(path, limit)
+    except (OSError, ValueError) as exc:
+        raise DamagedFile(path, getattr(exc, "strerror", None) or str(exc)) from exc
+    if raw is None:
+        return [], []
+    records: list[T] = []
+    damaged: list[int] = []
+    for number, line in enumerate(raw.decode(errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = loads_strict(line)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            records.append(build(cls, data, path))
+        except (ValueError, RecursionError, DamagedFile):
+            damaged.append(number)
+    return records, damaged

@@ -33,10 +33,11 @@ from rigctl.bench.verdict import Verdict, decide
 from rigctl.errors import ExitCode, RigctlError
 from rigctl.serve import boots
 from rigctl.serve.lock import RigLock
+from rigctl.serve.looked import left_behind, serving_name
 from rigctl.serve.serving import find_running
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import Prepared, ServeContext
-from rigctl.serve.switch import SwitchOutcome, left_behind, serving_name, switch
+from rigctl.serve.switch import SwitchOutcome, switch
 
 RunStatus = Literal["complete", "failed", "interrupted", "cut_short"]  # cut_short: said by a later rigctl
 

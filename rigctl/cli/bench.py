@@ -25,6 +25,7 @@ from rigctl.cli import common
 from rigctl.cli.serving import make_context
 from rigctl.errors import BadInputError
 from rigctl.serve.bootwatch import Event
+from rigctl.serve.looked import serving_name
 
 if TYPE_CHECKING:
     from rigctl.bench.eta import Estimate
@@ -145,7 +146,7 @@ def _restore(args: argparse.Namespace) -> int:
     console = Console(args.verbose)
     ctx = make_context(args, console.event)
     try:
-        console.say(f"note: {live.note(transaction.serving_name(ctx))}")
+        console.say(f"note: {live.note(serving_name(ctx))}")
         outcome = transaction.switch(ctx, live.control, lock_wait=args.wait)
         if outcome.status != "refused":
             settle(live, f"rigctl bench --restore: {outcome.message}")

@@ -22,6 +22,11 @@ def register(sub: common.Subparsers) -> None:
         "an address other than loopback is taken only from here",
     )
     p.add_argument("--rig", metavar="NAME", help="the rig label (default: [exporter] rig, else the hostname)")
+    p.add_argument(
+        "--engine",
+        action="store_true",
+        help="also serve the served vLLM's own /metrics, each sample with the rig label (one scrape job a rig)",
+    )
     p.add_argument("--once", action="store_true", help="print one scrape's exposition and exit (no server)")
     p.add_argument("--rules", action="store_true", help="print Prometheus alerting rules for these series and vLLM's")
     p.add_argument("--grafana", action="store_true", help="print a Grafana dashboard (JSON) for rigs that run the exporter")
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         sampler = common.open_sampler(args, with_host=False)
     except NoDriverError:
         sampler = None  # what serves is still worth exporting (a CPU build of vLLM)
-    collector = RigCollector(sampler, settings, rig)
+    collector = RigCollector(sampler, settings, rig, engine=args.engine)
     try:
         if args.once:
             registry = CollectorRegistry(auto_describe=False)

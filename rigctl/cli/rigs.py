@@ -46,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
             f"{fmt.count(row.max_model_len)}; hit rate {fmt.frac_pct(row.hit_rate)}; {fmt.number(row.tok_per_s)} tok/s; "
             f"{fmt.watts(row.power_w)}"
         )
+        if row.last_switch:
+            ago = f" {fmt.seconds(now - row.last_switch_at)} ago" if row.last_switch_at else ""
+            print(f"  last {row.last_switch}{ago}")
         if row.alerts:
             print(f"  alerts firing: {', '.join(row.alerts)}")
     return 0

@@ -23,6 +23,7 @@ from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import BootResult, Event
 from rigctl.serve.launchers import SIM_COMMAND, make_launcher
+from rigctl.serve.looked import serving_name
 from rigctl.serve.serving import find_running
 from rigctl.serve.steps import ServeContext
 
@@ -181,7 +182,7 @@ def _run(args: argparse.Namespace, action: Callable[[ServeContext], transaction.
 
     cut = read_live()
     if cut is not None and cut.cut_short:
-        print(f"note: {cut.note(transaction.serving_name(ctx))}", file=sys.stderr, flush=True)
+        print(f"note: {cut.note(serving_name(ctx))}", file=sys.stderr, flush=True)
     previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         outcome = action(ctx)

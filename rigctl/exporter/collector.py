@@ -16,11 +16,13 @@ from prometheus_client.registry import Collector
 from rigctl.alerts.firing import read_firing
 from rigctl.config import Settings
 from rigctl.exporter import families as f
+from rigctl.exporter.engine import engine_families
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.store import ProfileStore
 from rigctl.record.regression_watch import CHECK_EVERY_S, hit_rate_fall
 from rigctl.serve.boots import BootRecord, read_all
+from rigctl.serve.journal import JournalReader
 from rigctl.serve.serving import ServingStatus, observe
 from rigctl.serve.statefiles import ServerRecord, read_state_or_none
 
@@ -60,12 +62,15 @@ def served_profile(record: ServerRecord) -> ServedProfile:
 class RigCollector(Collector):
     """A prometheus_client collector: `collect()` is one scrape."""
 
-    def __init__(self, sampler: RigSampler | None, settings: Settings, rig: str) -> None:
+    def __init__(self, sampler: RigSampler | None, settings: Settings, rig: str, engine: bool = False) -> None:
+        """`engine`: re-export the served vLLM's own families too (rigctl exporter --engine)."""
         self.sampler = sampler
+        self.engine = engine
         self.settings = settings
         self.rig = rig
         self._served: tuple[tuple[str, float] | None, ServedProfile | None] = (None, None)
         self._fell: tuple[str, float, bool] = ("", -CHECK_EVERY_S, False)
+        self.journal = JournalReader()
 
     def describe(self) -> Iterator[Metric]:
         return iter(())  # the families' samples are known only at scrape time
@@ -77,7 +82,15 @@ class RigCollector(Collector):
         if snapshot is not None:
             self._gpus(metrics, snapshot)
         self._serving(metrics, serving)
+        self._switches(metrics)
+        engine: list[Metric] = []
+        if self.engine:
+            record = serving.record
+            found = engine_families(record.base_url, serving.api_key, self.rig) if record and serving.process_alive else None
+            self._add(metrics, f.ENGINE_UP, (), 0.0 if found is None else 1.0)
+            engine = found or []
         yield from metrics.values()
+        yield from engine
 
     # -- the families -----------------------------------------------------------------
 
@@ -145,6 +158,21 @@ class RigCollector(Collector):
         self._add(metrics, f.WATCHED, (), 1.0 if firing is not None else 0.0)
         for alert in firing.alerts if firing else ():
             self._add(metrics, f.ALERT, (str(alert.get("kind", "?")), str(alert.get("severity", ""))), 1.0)
+
+    def _switches(self, metrics: dict[str, Metric]) -> None:
+        """From the switch journal: the counts by outcome, and what the last switch did."""
+        summary = self.journal.summary()
+        for (action, outcome), count in sorted(summary.counts.items()):
+            self._add(metrics, f.SWITCHES, (action, outcome), count)
+        last = summary.last_switch
+        if last is None:
+            return
+        self._add(metrics, f.LAST_SWITCH, (last.action, last.status, last.target), last.when)
+        self._add(metrics, f.LAST_SWITCH_SECONDS, (), last.seconds)
+        self._add(metrics, f.LAST_DRAIN, ("finished",), last.finished)
+        self._add(metrics, f.LAST_DRAIN, ("cut",), last.cut)
+        if last.verified is not None:
+            self._add(metrics, f.LAST_VERIFIED, (last.target, (last.verify_failed or "")[:120]), 1.0 if last.verified else 0.0)
 
     def _hit_rate_fell(self, record: ServerRecord) -> bool:
         """The record's rule, asked at most once a minute a boot (it reads a week of two boots' rows,

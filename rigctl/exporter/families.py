@@ -57,12 +57,44 @@ SWITCH_STATE = Family(
     ("status", "profile"),
 )
 SWITCH_SINCE = Family("rigctl_switch_state_since_timestamp_seconds", "gauge", "When rigctl's state last changed")
+SWITCHES = Family(
+    "rigctl_switches",
+    "counter",
+    "Serving actions ended (switch, bench arm, stop) by how: switched, rolled_back, rollback_failed, failed, refused, ...",
+    ("action", "outcome"),
+)
+LAST_SWITCH = Family(
+    "rigctl_last_switch_timestamp_seconds",
+    "gauge",
+    "When the last switch (or bench arm) ended, with how and to what",
+    ("action", "outcome", "target"),
+)
+LAST_SWITCH_SECONDS = Family(
+    "rigctl_last_switch_duration_seconds", "gauge", "How long the last switch took, its drain and verification included"
+)
+LAST_DRAIN = Family(
+    "rigctl_last_switch_drain_requests",
+    "gauge",
+    "Requests the last switch's drain let finish (result=finished) and those its stop cut (result=cut)",
+    ("result",),
+)
+LAST_VERIFIED = Family(
+    "rigctl_last_switch_verified",
+    "gauge",
+    "1 when the last switch's new boot passed what [verify] asks, 0 when it failed (no sample: not verified)",
+    ("target", "failed"),
+)
 ALERT = Family("rigctl_alert", "gauge", "1 for each alert the watch service says fires", ("name", "severity"))
 HIT_RATE_REGRESSION = Family(
     "rigctl_hit_rate_regression",
     "gauge",
     "1 when the switch to what serves collapsed the prefix-cache hit rate (by the serving record)",
     ("profile",),
+)
+ENGINE_UP = Family(
+    "rigctl_engine_metrics_up",
+    "gauge",
+    "With --engine: 1 when the served vLLM's /metrics was read and re-exported at this scrape, 0 when not",
 )
 WATCHED = Family("rigctl_watched", "gauge", "1 when a watcher (rigctl watch, or a TUI keeping the record) judges alerts")
 
@@ -87,9 +119,15 @@ FAMILIES: tuple[Family, ...] = (
     BOOT_SECONDS,
     SWITCH_STATE,
     SWITCH_SINCE,
+    SWITCHES,
+    LAST_SWITCH,
+    LAST_SWITCH_SECONDS,
+    LAST_DRAIN,
+    LAST_VERIFIED,
     ALERT,
     HIT_RATE_REGRESSION,
     WATCHED,
+    ENGINE_UP,
 )
 
 

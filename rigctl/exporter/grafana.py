@@ -69,12 +69,13 @@ PANELS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("PCIe traffic", "Bps", [("{{rig}} GPU{{gpu}} {{direction}}", f"{f.GPU_PCIE.name}{RIG}")]),
     ("Alerts firing", "none", [("{{rig}} {{name}}", f"{f.ALERT.name}{RIG}")]),
 ]
-SWITCHES = f"changes({f.SWITCH_SINCE.name}{RIG}[2m]) > 0"
+SWITCHES = f"changes({f.LAST_SWITCH.name}{RIG}[2m]) > 0"  # labelled with how it ended and to what
+STATE_CHANGES = f"changes({f.SWITCH_SINCE.name}{RIG}[2m]) > 0"  # a stop, a failure, a restart by the watch service
 
 
 def expressions() -> list[str]:
     """Every query the dashboard makes (the tests ask a real Prometheus each)."""
-    return [expr for _, _, targets in PANELS for _, expr in targets] + [SWITCHES]
+    return [expr for _, _, targets in PANELS for _, expr in targets] + [SWITCHES, STATE_CHANGES]
 
 
 def dashboard() -> dict[str, Any]:
@@ -123,9 +124,18 @@ def dashboard() -> dict[str, Any]:
                     "enable": True,
                     "expr": SWITCHES,
                     "iconColor": "orange",
+                    "titleFormat": "rigctl {{action}}: {{outcome}}",
+                    "textFormat": "{{rig}}: to {{target}}",
+                },
+                {
+                    "name": "rigctl state",
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "enable": True,
+                    "expr": STATE_CHANGES,
+                    "iconColor": "purple",
                     "titleFormat": "rigctl: state changed",
                     "textFormat": "{{rig}}",
-                }
+                },
             ]
         },
         "panels": panels,

@@ -34,6 +34,8 @@ class RigRow:
     state: str | None = None  # rigctl's last state: serving, switching, failed, ...
     state_since: float | None = None
     alerts: list[str] = field(default_factory=list)
+    last_switch: str | None = None  # "to alt: switched" (the journal's last ending)
+    last_switch_at: float | None = None
     in_prometheus: bool = True  # False: only named in [rigs.NAME], no series of its exporter seen
     ssh: str | None = None  # [rigs.NAME] ssh: this terminal can drive it (rigctl --rig NAME)
 
@@ -77,6 +79,11 @@ def read_rigs(source: PrometheusSource) -> list[RigRow]:
         row = rows.get(labels.get("rig", ""))
         if row is not None:
             row.state = labels.get("status")
+    for labels, value in source.instant(f.LAST_SWITCH.name):
+        row = rows.get(labels.get("rig", ""))
+        if row is not None:
+            row.last_switch = f"{labels.get('action', 'switch')} to {labels.get('target', '?')}: {labels.get('outcome', '?')}"
+            row.last_switch_at = value
     for labels, _ in source.instant(f"{f.ALERT.name} == 1"):
         row = rows.get(labels.get("rig", ""))
         if row is not None:

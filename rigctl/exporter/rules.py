@@ -55,6 +55,13 @@ def rules(settings: Settings) -> list[Rule]:
             "{{ $labels.rig }}: the server rigctl started is not answering, and rigctl did not stop or switch it",
         ),
         Rule(
+            "RigctlNothingServes",
+            f'{f.SERVING_UP.name} == 0 and on (rig) {f.SWITCH_STATE.name}{{status=~"failed|interrupted"}} == 1',
+            0,
+            "error",
+            "{{ $labels.rig }}: a switch failed and so did its rollback (or was left): nothing serves",
+        ),
+        Rule(
             "RigctlAdmissionStalled",
             f"{waiting} > 0 and {generated} == 0",
             settings.alerts_stall,

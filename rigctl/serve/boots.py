@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from rigctl import jsonio, paths
-from rigctl.files import open_own, read_own
 from rigctl.profiles.schema import Profile
 
 HISTORY_LIMIT = 64 * 1024 * 1024  # a boot is ~600 bytes: a hundred thousand boots
@@ -52,16 +50,7 @@ def profile_hash(profile: Profile) -> str:
 
 def append(record: BootRecord) -> None:
     paths.ensure_private_dir(paths.state_dir())
-    line = (jsonio.dumps(record.to_json(), sort_keys=True) + "\n").encode()
-    fd = open_own(boots_file(), os.O_RDWR | os.O_CREAT | os.O_APPEND)
-    try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line  # the last append was cut mid-line: never glue a record onto it
-        os.write(fd, line)  # one write of one line with O_APPEND: never interleaved
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    jsonio.append_line(boots_file(), record.to_json())
 
 
 @dataclass(frozen=True)
@@ -77,27 +66,7 @@ class History:
 
 
 def read_history() -> History:
-    path = boots_file()
-    try:
-        raw = read_own(path, HISTORY_LIMIT)
-    except (OSError, ValueError) as exc:
-        raise jsonio.DamagedFile(path, getattr(exc, "strerror", None) or str(exc)) from exc
-    if raw is None:
-        return History([], [])
-    lines = raw.decode(errors="replace").splitlines()
-    records: list[BootRecord] = []
-    damaged: list[int] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = jsonio.loads_strict(line)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-            records.append(jsonio.build(BootRecord, data, path))
-        except (ValueError, RecursionError, jsonio.DamagedFile):
-            damaged.append(number)
-    return History(records, damaged)
+    return History(*jsonio.read_lines(boots_file(), BootRecord, HISTORY_LIMIT))
 
 
 def read_all() -> list[BootRecord]:

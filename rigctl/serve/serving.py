@@ -8,7 +8,7 @@ environment (serve/discover.py), so `status` and `stop` still reach it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rigctl import paths
@@ -124,6 +124,7 @@ class ServingStatus:
     probe: Probe | None
     summary: str
     notes: tuple[str, ...] = ()
+    api_key: str | None = field(default=None, repr=False)  # the server's own, to ask it more (never shown)
 
     def to_json(self) -> dict[str, Any]:
         state = self.state.to_json() if self.state else None
@@ -165,13 +166,14 @@ def observe(settings: Settings, probe: Probe | None = None, thorough: bool = Fal
     notes += running.notes
     record = running.record or running.stale
     alive = running.record is not None
+    api_key = running.launcher.api_key(record) if alive and running.launcher and record is not None else None
     if alive and probe is None and record is not None:
-        with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None, timeout=1.0) as client:
+        with EngineClient(record.base_url, api_key, timeout=1.0) as client:
             probe = client.probe()
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))
 
     def status(active: str | None, summary: str) -> ServingStatus:
-        return ServingStatus(active, state, record, alive, probe, summary, tuple(notes))
+        return ServingStatus(active, state, record, alive, probe, summary, tuple(notes), api_key)
 
     switching = bool(state and state.status == "switching")
     if switching and state and owner_alive(state.owner_pid, state.owner_start):

@@ -12,18 +12,18 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Literal
 
-from rigctl.engine.client import EngineClient
 from rigctl.errors import ExitCode, StopFailed
 from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
 from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
+from rigctl.serve.drain import Drained, in_flight
 from rigctl.serve.drain import drain as drain_requests
-from rigctl.serve.drain import in_flight
+from rigctl.serve.journal import Action, SwitchStatus, append_ending, ending_of
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.lock import RigLock
+from rigctl.serve.looked import left_behind
 from rigctl.serve.serving import RunningServer, find_running
 from rigctl.serve.statefiles import ActiveState, ActiveStatus, ServerRecord, read_record, read_state, write_state
 from rigctl.serve.steps import (
@@ -37,8 +37,6 @@ from rigctl.serve.steps import (
 )
 from rigctl.serve.verify import apps_lose, tool_flags_missing
 from rigctl.vllm.bootlog import Failure
-
-SwitchStatus = Literal["switched", "rolled_back", "rollback_failed", "failed", "refused", "stopped", "interrupted"]
 
 
 @dataclass(frozen=True)
@@ -143,13 +141,20 @@ def switch(
 
 def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> SwitchOutcome:
     began = time.time()
+    outcome, drained = _switch(ctx, target, options, began)
+    _journal(ctx, "bench" if options.fallback else "switch", outcome, drained, began)
+    return outcome
+
+
+def _switch(ctx: ServeContext, target: str, options: SwitchOptions, began: float) -> tuple[SwitchOutcome, Drained | None]:
+    drained: Drained | None = None
     prepared = options.prepared or prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
     spec = prepared.spec
     settings = prepared.settings
     refusal = preflight.before_lock(ctx, spec)
     reason = refusal.reason if refusal else refusal_before_stop(ctx, prepared, options)
     if reason:
-        return _refused(ctx, target, reason, _serving_name())
+        return _refused(ctx, target, reason, _serving_name()), drained
     with RigLock(f"switch to {target}", ctx.settings.lock_wait if options.lock_wait is None else options.lock_wait):
         running = find_running(ctx.settings, ctx.launcher)  # read under the lock: a queued switch sees now
         for note in running.notes:
@@ -157,7 +162,7 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
         record = running.record
         refusal = preflight.after_lock(ctx, spec, settings, record, options.force)
         if refusal:
-            return _refused(ctx, target, refusal.reason, record.profile if record else None)
+            return _refused(ctx, target, refusal.reason, record.profile if record else None), drained
         if record is not None and not prepared.verify.declared:
             for lost in apps_lose(record.argv, spec.argv):
                 ctx.say(
@@ -168,9 +173,9 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
                 )
         if record is not None and running.launcher is not None:
             try:
-                _drain(ctx, record, running.launcher, options.drain)
+                drained = _drain(ctx, record, running.launcher, options.drain)
             except KeyboardInterrupt:
-                return _refused(ctx, target, "Ctrl-C while the running requests finished", record.profile)
+                return _refused(ctx, target, "Ctrl-C while the running requests finished", record.profile), drained
         state = _previous_state(ctx)
         fallback = options.fallback
         last_good = (
@@ -178,29 +183,40 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
         )
         try:  # from the state's write on: a Ctrl-C landing just after it must not leave it saying "switching"
             if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
-                return _refused(ctx, target, "the state file cannot be written", record.profile if record else None)
-            return _transaction(ctx, prepared, running, last_good, options)
+                return _refused(ctx, target, "the state file cannot be written", record.profile if record else None), drained
+            return _transaction(ctx, prepared, running, last_good, options), drained
         except KeyboardInterrupt:
-            return _left(ctx, target, last_good, began)
+            return _left(ctx, target, last_good, began), drained
         except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the state left honest
             message = f"the switch to {target} broke off: {type(exc).__name__}: {exc}; `rigctl status` shows what runs"
             _state(ctx, "failed", None, last_good, message)
             ctx.say("failure", message, target)
-            return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message)
+            return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message), drained
 
 
-def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds: float | None) -> None:
-    """Let what runs on the server finish before it stops (none of it, with --no-drain)."""
+def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds: float | None) -> Drained:
+    """Let what runs on the server finish before it stops (none of it, with --no-drain): what
+    finished and what was cut, for the journal."""
     deadline = ctx.settings.drain_timeout if seconds is None else seconds
     api_key = launcher.api_key(record)
     if deadline <= 0:
         left = in_flight(record.base_url, api_key)
         if left:
             ctx.say("warning", f"--no-drain: {left} request(s) running or waiting on {record.profile} are cut", record.profile)
-        return
+        return Drained(left or 0, left or 0, 0.0, known=left is not None)
     ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
     done = drain_requests(record.base_url, api_key, deadline, lambda text: ctx.say("phase", text, record.profile))
     ctx.say("warning" if done.left else "phase", done.describe(deadline), record.profile)
+    return done
+
+
+def _journal(ctx: ServeContext, action: Action, outcome: SwitchOutcome, drained: Drained | None, began: float) -> None:
+    """Add the ending to the journal; a journal that cannot be written is said, never raised."""
+    verification = outcome.attempt.verification if outcome.attempt else None
+    try:
+        append_ending(ending_of(action, outcome.status, outcome.target, began, drained, verification))
+    except OSError as exc:
+        ctx.say("warning", f"the switch journal could not be written ({exc.strerror or exc}): the exporter's counts lag")
 
 
 def _serving_name() -> str | None:
@@ -296,43 +312,6 @@ def _roll_back(
     return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message, attempt, again, last_good)
 
 
-def _looked(ctx: ServeContext) -> tuple[ServerRecord | None, bool]:
-    """The server rigctl started, if one runs, and whether it answers with its served name."""
-    running = find_running(ctx.settings, ctx.launcher, thorough=False)
-    record = running.record
-    if record is None:
-        return None, False
-    with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None, timeout=0.5) as client:
-        probe = client.probe()
-    return record, any(probe.serves(n) for n in record.served_names)
-
-
-def serving_name(ctx: ServeContext) -> str | None:
-    """The profile that serves, looked at (alive and answering its served name), or None."""
-    record, answering = _looked(ctx)
-    return record.profile if record and answering else None
-
-
-def left_behind(ctx: ServeContext, since: float | None = None) -> str:
-    """What serves now, looked at rather than assumed: for a second Ctrl-C's last line. `since`:
-    when the switch that was left began (a server older than that was being stopped by it, one
-    started since is its new boot)."""
-    record, answering = _looked(ctx)
-    if record is None:
-        return "nothing serves"
-    if answering:
-        return f"{record.profile} serves (pid {record.pid})"
-    if since is not None and record.started < since:
-        return (
-            f"nothing serves: the server for {record.profile} (pid {record.pid}) was told to stop and is "
-            f"shutting down; nothing else was started"
-        )
-    return (
-        f"the server for {record.profile} (pid {record.pid}) is still starting, unsupervised; it is recorded, "
-        f"so `rigctl status` shows when it answers and `rigctl stop` stops it"
-    )
-
-
 def _left(ctx: ServeContext, target: str, last_good: str | None, since: float) -> SwitchOutcome:
     """A second Ctrl-C: leave now, and say exactly what is left behind."""
     message = f"left at the second Ctrl-C during the switch to {target}: {left_behind(ctx, since)}"
@@ -367,6 +346,15 @@ def start(
 def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
     """Stop the server rigctl started, once its running requests have finished (`drain` as for a
     switch)."""
+    began = time.time()
+    outcome, drained = _stop(ctx, drain)
+    if outcome.target:  # "nothing was running" is no ending of anything
+        _journal(ctx, "stop", outcome, drained, began)
+    return outcome
+
+
+def _stop(ctx: ServeContext, drain: float | None) -> tuple[SwitchOutcome, Drained | None]:
+    drained: Drained | None = None
     with RigLock("stop", ctx.settings.lock_wait):
         running = find_running(ctx.settings, ctx.launcher)  # under the lock: never a switch's half-state
         for note in running.notes:
@@ -376,12 +364,12 @@ def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
         record, launcher = running.record, running.launcher
         if not record or not launcher:
             _state(ctx, "stopped", None, last_good, "nothing was running")
-            return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running")
+            return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running"), drained
         try:
-            _drain(ctx, record, launcher, drain)
+            drained = _drain(ctx, record, launcher, drain)
         except KeyboardInterrupt:
             message = f"not stopped: Ctrl-C while the running requests finished; {record.profile} keeps serving"
-            return SwitchOutcome("refused", record.profile, ExitCode.FAILURE, message)
+            return SwitchOutcome("refused", record.profile, ExitCode.FAILURE, message), drained
         ctx.interrupt.touched = True
         # said before the server goes: a watcher seeing it gone knows rigctl stops it (no "engine died")
         _state(ctx, "stopping", None, last_good or record.profile, f"stopping {record.profile}", owner=os.getpid())
@@ -390,6 +378,6 @@ def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
         except StopFailed as exc:
             message = f"{record.profile} could not be stopped: {exc}"
             _state(ctx, "failed", None, last_good or record.profile, message)
-            return SwitchOutcome("failed", record.profile, ExitCode.FAILURE, message)
+            return SwitchOutcome("failed", record.profile, ExitCode.FAILURE, message), drained
         _state(ctx, "stopped", None, last_good or record.profile, f"stopped {record.profile}")
-    return SwitchOutcome("stopped", record.profile, ExitCode.OK, f"stopped {record.profile}")
+    return SwitchOutcome("stopped", record.profile, ExitCode.OK, f"stopped {record.profile}"), drained

@@ -75,6 +75,44 @@ def test_a_scrape_says_what_status_and_the_history_say(rig: Rig) -> None:
     assert one(samples, "rigctl_hit_rate_regression", profile="good") == 0  # no record yet: nothing collapsed
 
 
+def test_switches_are_counted_by_outcome_and_the_last_one_is_said(rig: Rig) -> None:
+    rig.add_profile("crashes", '[env]\nRIGCTL_SIM_CRASH_AT = "load"\n')
+    assert rig.rigctl("switch", "good").returncode == 0
+    first = scrape(rig.rigctl("exporter", "--once", "--rig", "box1").stdout)
+    assert one(first, "rigctl_switches_total", action="switch", outcome="switched") == 1
+    assert one(first, "rigctl_last_switch_verified", target="good", failed="") == 1  # its chat check passed
+    assert "rigctl_last_switch_drain_requests" not in first  # nothing served before it: nothing to drain
+    assert rig.rigctl("switch", "crashes").returncode == 3
+    samples = scrape(rig.rigctl("exporter", "--once", "--rig", "box1").stdout)
+    assert one(samples, "rigctl_switches_total", action="switch", outcome="switched") == 1
+    assert one(samples, "rigctl_switches_total", action="switch", outcome="rolled_back") == 1
+    history = list(map(json.loads, (rig.state_dir / "switches.jsonl").read_text().splitlines()))
+    assert one(samples, "rigctl_last_switch_timestamp_seconds", outcome="rolled_back", target="crashes") == history[-1]["when"]
+    assert one(samples, "rigctl_last_switch_duration_seconds") == history[-1]["seconds"]
+    assert one(samples, "rigctl_last_switch_drain_requests", result="finished") == 0  # good was idle
+    assert one(samples, "rigctl_last_switch_drain_requests", result="cut") == 0
+    assert "rigctl_last_switch_verified" not in samples  # the crashed boot was never verified
+
+
+def test_engine_families_come_along_with_the_rig_label(rig: Rig) -> None:
+    """--engine: every sample of the served vLLM's /metrics, as it wrote it, plus `rig`."""
+    assert rig.rigctl("switch", "good").returncode == 0
+    samples = scrape(rig.rigctl("exporter", "--once", "--rig", "box1", "--engine").stdout)
+    direct = scrape(httpx.get(f"http://127.0.0.1:{rig.port}/metrics", timeout=5).text)
+    assert one(samples, "rigctl_engine_metrics_up") == 1
+    engine = {name: series for name, series in samples.items() if name.startswith("vllm:")}
+    assert set(engine) == {name for name in direct if name.startswith("vllm:")} and engine
+    for name, series in engine.items():
+        assert all(labels["rig"] == "box1" for labels, _ in series), name
+        label_sets = sorted(sorted((k, v) for k, v in labels.items() if k != "rig") for labels, _ in series)
+        assert label_sets == sorted(sorted(labels.items()) for labels, _ in direct[name]), name
+    # what holds still between the two reads: the served pool's configuration, labels and all
+    assert samples["vllm:cache_config_info"] == [({**labels, "rig": "box1"}, v) for labels, v in direct["vllm:cache_config_info"]]
+    nothing = Rig(rig.home.parent / "idle")
+    idle = scrape(nothing.rigctl("exporter", "--once", "--engine").stdout)
+    assert one(idle, "rigctl_engine_metrics_up") == 0 and not any(name.startswith("vllm:") for name in idle)
+
+
 def test_nothing_serving_is_said_as_zero_not_as_missing_gpus(rig: Rig) -> None:
     samples = scrape(rig.rigctl("exporter", "--once", "--rig", "box1").stdout)
     assert one(samples, "rigctl_serving_up") == 0 and "rigctl_serving_info" not in samples

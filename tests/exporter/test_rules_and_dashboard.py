@@ -56,7 +56,7 @@ def test_the_rules_follow_the_owners_thresholds(rig: Rig) -> None:
     rig.write_config("[alerts]\nstall_s = 90\nqueue_s = 12\nwindow_s = 120\n")
     by_name = {str(r["alert"]): r for r in rule_list(rig)}
     assert {"RigctlEngineDown", "RigctlAdmissionStalled", "RigctlQueueTimeHigh", "RigctlKvCacheFull"} <= set(by_name)
-    assert {"RigctlGpuThrottled", "RigctlHitRateCollapsed"} <= set(by_name)
+    assert {"RigctlGpuThrottled", "RigctlHitRateCollapsed", "RigctlNothingServes"} <= set(by_name)
     assert by_name["RigctlAdmissionStalled"]["for"] == "90s"
     queue = str(by_name["RigctlQueueTimeHigh"]["expr"])
     assert queue.endswith("> 12") and "[120s]" in queue
@@ -67,7 +67,51 @@ def test_promtool_checks_the_rules(rig: Rig, tmp_path: Path) -> None:
     rules = tmp_path / "rigctl.rules.yml"
     rules.write_text(rig.rigctl("exporter", "--rules").stdout)
     done = subprocess.run([str(PROMTOOL), "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "SUCCESS: 8 rules found" in done.stdout, done.stdout + done.stderr
+    count = len(rule_list(rig))
+    assert done.returncode == 0 and f"SUCCESS: {count} rules found" in done.stdout, done.stdout + done.stderr
+
+
+@needs_promtool
+def test_nothing_serving_after_a_failed_switch_fires_and_a_stop_does_not(rig: Rig, tmp_path: Path) -> None:
+    """promtool's rule unit test (Prometheus's own evaluator): a rig whose switch failed with
+    nothing serving fires RigctlNothingServes at once; a rig the owner stopped stays quiet."""
+    rules = tmp_path / "rigctl.rules.yml"
+    rules.write_text(rig.rigctl("exporter", "--rules").stdout)
+    said = "broken: a switch failed and so did its rollback (or was left): nothing serves"
+    cases = tmp_path / "cases.yml"
+    cases.write_text(
+        json.dumps(
+            {
+                "rule_files": [str(rules)],
+                "evaluation_interval": "15s",
+                "tests": [
+                    {
+                        "interval": "15s",
+                        "input_series": [
+                            {"series": 'rigctl_serving_up{rig="broken"}', "values": "0x8"},
+                            {"series": 'rigctl_switch_state_info{rig="broken",status="failed",profile=""}', "values": "1x8"},
+                            {"series": 'rigctl_serving_up{rig="parked"}', "values": "0x8"},
+                            {"series": 'rigctl_switch_state_info{rig="parked",status="stopped",profile=""}', "values": "1x8"},
+                        ],
+                        "alert_rule_test": [
+                            {
+                                "eval_time": "1m",
+                                "alertname": "RigctlNothingServes",
+                                "exp_alerts": [
+                                    {
+                                        "exp_labels": {"rig": "broken", "severity": "error"},
+                                        "exp_annotations": {"summary": said},
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    done = subprocess.run([str(PROMTOOL), "test", "rules", str(cases)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @needs_promtool

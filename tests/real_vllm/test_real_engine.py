@@ -62,6 +62,27 @@ def test_status_and_metrics_say_what_a_direct_scrape_says(real: RealRig) -> None
     assert f"KV cache 0.0% of {POOL:,} tokens (512.00x at max_model_len)" in text.stdout
 
 
+def test_the_exporter_joins_the_rig_and_the_engines_own_families(real: RealRig) -> None:
+    """`rigctl exporter --once --engine` on the real engine: rigctl's pool equals the engine's
+    own cache_config_info, and every family of the real /metrics comes along with the rig label."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    done = real.rigctl("exporter", "--once", "--rig", "cpu-box", "--engine")
+    assert done.returncode == 0, done.stderr
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(done.stdout):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    assert all(labels["rig"] == "cpu-box" for series in samples.values() for labels, _ in series)
+    ((_, pool),) = samples["rigctl_kv_pool_tokens"]
+    ((info, _),) = samples["vllm:cache_config_info"]
+    assert pool == int(info["kv_cache_size_tokens"]) == POOL
+    assert samples["rigctl_engine_metrics_up"] == [({"rig": "cpu-box"}, 1.0)]
+    direct = {f.name for f in text_string_to_metric_families(httpx.get(f"http://127.0.0.1:{real.port}/metrics", timeout=10).text)}
+    exported = {f.name for f in text_string_to_metric_families(done.stdout)}
+    assert {n for n in direct if n.startswith("vllm:")} <= exported
+
+
 def test_the_dashboard_shows_the_real_pool_and_max_model_len(real: RealRig, monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in real.env.items():
         monkeypatch.setenv(key, value)

@@ -24,10 +24,23 @@ from rigctl.remote.commands import SWITCH_ENDINGS, RemoteProfile, remote_profile
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.widgets.columns import clear_with_columns
 
-COLUMNS = ("rig", "state", "profile", "KV pool", "usage", "hit", "tok/s", "power", "alerts", "ssh")
-NARROW_COLUMNS = ("rig", "state", "profile", "KV pool", "hit", "alerts")  # below 120 columns
-WIDE = 120
+COLUMNS = ("rig", "state", "profile", "KV pool", "usage", "hit", "tok/s", "power", "alerts", "last switch", "ssh")
+# what goes first when the screen is narrow: the figures a rig is judged by stay, whole
+KEPT_FIRST = ("rig", "state", "profile", "KV pool", "hit", "alerts", "tok/s", "last switch", "usage", "power", "ssh")
 REFRESH_S = 15.0  # Prometheus scrapes every 15 s by default: faster shows nothing new
+
+
+def fitting_columns(rows: list[dict[str, str]], width: int) -> tuple[str, ...]:
+    """The columns whose cells all fit `width` whole, taken in KEPT_FIRST's order, shown in COLUMNS'."""
+    kept: list[str] = []
+    used = 0
+    for column in KEPT_FIRST:
+        need = max([len(column), *(len(r[column]) for r in rows)]) + 2  # a DataTable cell's padding
+        if used + need > width and kept:
+            continue
+        kept.append(column)
+        used += need
+    return tuple(c for c in COLUMNS if c in kept)
 
 
 def rig_cells(row: RigRow) -> dict[str, str]:
@@ -45,6 +58,7 @@ def rig_cells(row: RigRow) -> dict[str, str]:
         "tok/s": fmt.number(row.tok_per_s),
         "power": fmt.watts(row.power_w),
         "alerts": ", ".join(row.alerts) or "-",
+        "last switch": row.last_switch or "-",
         "ssh": row.ssh or "-",
     }
 
@@ -94,11 +108,11 @@ class RigsScreen(Screen[None]):
         self.view = view
         table = self.query_one("#rigs-table", DataTable)
         cursor = table.cursor_row
-        wanted = COLUMNS if self.size.width >= WIDE else NARROW_COLUMNS
+        cells = [rig_cells(row) for row in view.rows]
+        wanted = fitting_columns(cells, table.scrollable_content_region.width or self.size.width)
         self.columns = clear_with_columns(table, wanted, self.columns)
-        for row in view.rows:
-            cells = rig_cells(row)
-            table.add_row(*(cells[c] for c in wanted), key=row.rig)
+        for row, shown in zip(view.rows, cells, strict=True):
+            table.add_row(*(shown[c] for c in wanted), key=row.rig)
         if view.rows:
             table.move_cursor(row=min(cursor, len(view.rows) - 1))
         self.query_one("#rigs-title", Static).update(

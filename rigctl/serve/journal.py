@@ -1,0 +1,123 @@
+"""Every serving action's ending, one JSON line each (switches.jsonl in the state dir): what the
+exporter counts by outcome and says of the last switch (when, how it ended, what its drain let
+finish or cut, what its verification found). Written by the process that acted, under the rig
+lock; bounded by a rewrite that keeps the newer half."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rigctl import jsonio, paths
+from rigctl.atomic import write_text_atomic
+from rigctl.serve.drain import Drained
+from rigctl.serve.verify import Verification
+
+SwitchStatus = Literal["switched", "rolled_back", "rollback_failed", "failed", "refused", "stopped", "interrupted"]
+Action = Literal["switch", "bench", "stop"]  # bench: an arm of `rigctl bench` (its switches roll back to its control)
+JOURNAL_LIMIT = 2 * 1024 * 1024  # ~8,000 endings; at twice this the older half goes
+
+
+@dataclass(frozen=True)
+class Ending:
+    when: float
+    action: Action
+    status: SwitchStatus
+    target: str  # the profile switched to (a stop: the one stopped)
+    seconds: float
+    finished: int | None = None  # requests the drain let finish before the stop (None: no drain)
+    cut: int | None = None  # requests still running when the server stopped
+    verified: bool | None = None  # the new boot's verification passed (None: not verified, or no boot)
+    verify_failed: str | None = None  # the check that failed, as the verification said it
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ending_of(
+    action: Action,
+    status: SwitchStatus,
+    target: str,
+    began: float,
+    drained: Drained | None,
+    verification: Verification | None,
+) -> Ending:
+    """The ending of an action that began at `began`, with what its drain and verification found."""
+    checked = verification is not None and not verification.skipped
+    failure = verification.failure if verification is not None else None
+    known = drained is not None and drained.known
+    now = time.time()
+    return Ending(
+        when=now,
+        action=action,
+        status=status,
+        target=target,
+        seconds=round(now - began, 3),
+        finished=drained.at_start - drained.left if known and drained is not None else None,
+        cut=drained.left if known and drained is not None else None,
+        verified=verification.ok if checked and verification is not None else None,
+        verify_failed=f"{failure.name}: {failure.detail}" if failure is not None else None,
+    )
+
+
+def journal_file() -> Path:
+    return paths.state_dir() / "switches.jsonl"
+
+
+def append_ending(ending: Ending) -> None:
+    """Add one ending; OSError for the caller to say (an action is never undone by its journal)."""
+    paths.ensure_private_dir(paths.state_dir())
+    path = journal_file()
+    jsonio.append_line(path, ending.to_json())
+    try:
+        too_big = path.stat().st_size > JOURNAL_LIMIT
+    except OSError:
+        return
+    if too_big:
+        endings, _ = read_endings()
+        kept = endings[len(endings) // 2 :]
+        write_text_atomic(path, "".join(jsonio.dumps(e.to_json(), sort_keys=True) + "\n" for e in kept), mode=0o600)
+
+
+def read_endings() -> tuple[list[Ending], list[int]]:
+    """The endings that could be read, oldest first, and the damaged lines skipped."""
+    return jsonio.read_lines(journal_file(), Ending, 2 * JOURNAL_LIMIT)
+
+
+@dataclass(frozen=True)
+class JournalSummary:
+    counts: dict[tuple[Action, SwitchStatus], int]
+    last_switch: Ending | None  # the newest switch or bench arm (not a stop)
+    last: Ending | None  # the newest of any action
+
+
+def summarize(endings: list[Ending]) -> JournalSummary:
+    counts = Counter((e.action, e.status) for e in endings)
+    switches = [e for e in endings if e.action != "stop"]
+    return JournalSummary(dict(counts), switches[-1] if switches else None, endings[-1] if endings else None)
+
+
+class JournalReader:
+    """The summary, read again only when the file changed (an exporter asked every few seconds)."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[int, int, int] | None = None
+        self._summary = summarize([])
+
+    def summary(self) -> JournalSummary:
+        try:
+            st = os.stat(journal_file())
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            return summarize([])
+        if stamp != self._seen:
+            try:
+                self._summary = summarize(read_endings()[0])
+            except jsonio.DamagedFile:
+                self._summary = summarize([])
+            self._seen = stamp
+        return self._summary
