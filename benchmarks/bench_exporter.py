@@ -8,7 +8,8 @@ Prometheus would, in the same run.
   scrape  CPU a scrape: the CPU per second scraped every second less the CPU per second with
           nothing scraping (psutil's clock ticks are 10 ms: too coarse to time one scrape), and
           the scrape's size; rigctl with its simulated vLLM serving (the serving series,
-          /health and /v1/models asked each scrape) and with nothing serving
+          /health and /v1/models asked each scrape), the same with --engine (vLLM's /metrics
+          read, parsed and served again each scrape), and with nothing serving
 
 Needs nvitop-exporter (pip install -e '.[bench]'). Run: python benchmarks/bench_exporter.py [--seconds 30]
 Prints figures; asserts nothing.
@@ -71,10 +72,15 @@ def main() -> None:
     try:
         env = _no_sim(rig.env)
         idle_env = {**env, "RIGCTL_STATE_DIR": str(rig.home / "idle-state")}
-        ports = {name: free_port() for name in ("rigctl", "rigctl-idle", "nvitop")}
+        ports = {name: free_port() for name in ("rigctl", "rigctl-engine", "rigctl-idle", "nvitop")}
         exporters = {
             "rigctl exporter, serving": started(
                 [*FAKE, "rigctl", "exporter", "--listen", f"127.0.0.1:{ports['rigctl']}"], env, ports["rigctl"]
+            ),
+            "rigctl exporter --engine, serving": started(
+                [*FAKE, "rigctl", "exporter", "--engine", "--listen", f"127.0.0.1:{ports['rigctl-engine']}"],
+                env,
+                ports["rigctl-engine"],
             ),
             "rigctl exporter, nothing serving": started(
                 [*FAKE, "rigctl", "exporter", "--listen", f"127.0.0.1:{ports['rigctl-idle']}"], idle_env, ports["rigctl-idle"]
@@ -103,6 +109,7 @@ def main() -> None:
         )
     key = {
         "rigctl exporter, serving": "rigctl",
+        "rigctl exporter --engine, serving": "rigctl_engine",
         "rigctl exporter, nothing serving": "rigctl_idle",
         "nvitop-exporter --interval 1": "nvitop",
     }
@@ -115,6 +122,9 @@ def main() -> None:
     ours = results["rigctl exporter, serving"]["15s"][0]
     print(f"at Prometheus's default 15 s: rigctl exporter (serving) / nvitop-exporter {ours / theirs:.2f}x")
     figure("exporter.ratio_15s", f"{ours / theirs:.2f}x")
+    engine = results["rigctl exporter --engine, serving"]
+    figure("exporter.rigctl_engine.size", f"{engine['1s'][1] / 1024:.0f} KiB")
+    figure("exporter.rigctl.size", f"{results['rigctl exporter, serving']['1s'][1] / 1024:.0f} KiB")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: figures
+from figures import figure  # noqa: E402
 
 
 def wall_ms(argv: list[str], env: dict[str, str], runs: int = 9) -> float:
@@ -75,6 +77,10 @@ def main() -> None:
         f"rigctl status --json: {status:.0f} ms)"
     )
     print(f"the advisor's step (3 layouts and the rule): {statistics.median(steps):.0f} us")
+    figure("fit.wall", f"{fit:.0f} ms")
+    figure("fit.bare", f"{bare:.0f} ms")
+    figure("fit.status", f"{status:.0f} ms")
+    figure("fit.step", f"{statistics.median(steps):.0f} us")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: figures
+from figures import figure
 
 from rigctl.engine.http_get import HttpGet
 
@@ -80,8 +82,13 @@ def main() -> None:
         f"scrape  rigctl's HttpGet: {lean:.0f} us CPU a GET; httpx.Client kept alive: {library:.0f} us; "
         f"{library / lean:.1f}x; at one scrape a second the difference is {(library - lean) / 1e4:.3f}% of a core"
     )
-    for module in ("rigctl.engine.http_get", "httpx"):
-        print(f"import  {module}: {import_ms(module) - bare:.0f} ms above a bare interpreter")
+    figure("http.get.rigctl", f"{lean:,.0f} us")
+    figure("http.get.httpx", f"{library:,.0f} us")
+    figure("http.get.core_pct", f"{lean / 1e4:.2f}%")
+    for module, key in (("rigctl.engine.http_get", "rigctl"), ("httpx", "httpx")):
+        took = import_ms(module) - bare
+        print(f"import  {module}: {took:.0f} ms above a bare interpreter")
+        figure(f"http.import.{key}", f"{took:.0f} ms")
     server.shutdown()
 
 

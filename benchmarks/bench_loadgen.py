@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: figures
+from figures import figure
 
 from rigctl.bench.loadgen import LoadTarget, RequestOptions, run_load, schedule
 from rigctl.bench.workload import Prompt
@@ -202,6 +204,8 @@ def main() -> None:
         cpu = statistics.median(c for c, _ in figures[name])
         rate = statistics.median(r for _, r in figures[name])
         print(f"{name:8} {cpu:6.1f} ms CPU per 1,000 tokens ({cpu / floor_cpu:.2f}x the floor), {rate:8,.0f} streamed tokens/s")
+        figure(f"loadgen.{name}.cpu", f"{cpu:.1f} ms" if cpu < 10 else f"{cpu:.0f} ms")
+        figure(f"loadgen.{name}.rate", f"{round(rate, -2):,.0f}/s")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: figures
+from figures import figure
 from prometheus_client.parser import text_string_to_metric_families
 
 from rigctl.engine.prom import _LABEL_CACHE, parse
@@ -88,7 +89,7 @@ def main() -> None:
         f"{'exposition':<30}{'bytes':>11}{'samples':>9}{'warm ms':>9}{'cold ms':>9}{'prom_client ms':>16}"
         f"{'ratio warm/cold':>17}  same"
     )
-    for label, text in cases:
+    for key, (label, text) in zip(("small", "vllm033", "big"), cases, strict=True):
         a, b = ours(text), theirs(text)
         warm = best_ms(parse, text, args.rounds)
         cold = best_ms(lambda t: (_LABEL_CACHE.clear(), parse(t)), text, args.rounds)
@@ -97,6 +98,10 @@ def main() -> None:
             f"{label:<30}{len(text):>11,}{len(a):>9,}{warm:>9.3f}{cold:>9.3f}{other:>16.3f}"
             f"{other / warm:>8.1f}x/{other / cold:.1f}x  {'yes' if same(a, b) else 'NO'}"
         )
+        figure(f"parse.{key}.size", f"{len(text) / 1e6:.1f} MB" if len(text) > 1e6 else f"{len(text) / 1e3:.0f} KB")
+        figure(f"parse.{key}.rigctl", f"{warm:.2f} ms" if warm < 10 else f"{warm:.0f} ms")
+        figure(f"parse.{key}.prometheus_client", f"{other:.1f} ms" if other < 100 else f"{other:.0f} ms")
+        figure(f"parse.{key}.ratio", f"{other / warm:.1f}x")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: figures
+from figures import figure  # noqa: E402
 
 from rigctl.record.reader import RecordReader  # noqa: E402
 from rigctl.record.rows import DOWNSAMPLED_S, downsample  # noqa: E402
@@ -81,6 +83,9 @@ def main() -> None:
             f"(start-up {startup:.2f} s apart) -> {per_row * 360:.2f} s CPU an hour at 10 s "
             f"({per_row * 360 / 36:.3f}% of a core)"
         )
+        figure("record.row_ms", f"{per_row * 1000:.1f} ms")
+        figure("record.hour_s", f"{per_row * 360:.1f} s")
+        figure("record.core_pct", f"{per_row * 360 / 36:.2f}%")
         busy = [r for r in recorded if r.timings]
 
         home = Path(tmp) / "thirty"
@@ -120,6 +125,8 @@ def main() -> None:
             f"bytes: a day of raw rows at 10 s (8,640, built from the {len(busy)} recorded with traffic) "
             f"{raw_day / 1e6:.1f} MB; 30 days (a day raw, 29 at 5 min) {size / 1e6:.1f} MB"
         )
+        figure("record.day_mb", f"{raw_day / 1e6:.1f} MB")
+        figure("record.month_mb", f"{size / 1e6:.1f} MB")
         walls = []
         for _ in range(5):
             began = time.perf_counter()
@@ -131,6 +138,8 @@ def main() -> None:
             f"report: {day_rows:,} rows over 30 days ({size / 1e6:.1f} MB file), `rigctl report --json --since 31d` "
             f"{statistics.median(walls) * 1000:.0f} ms wall, median of 5"
         )
+        figure("record.report_rows", f"{day_rows:,}")
+        figure("record.report_s", f"{statistics.median(walls):.1f} s")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: figures
+from figures import figure
 
 from rigctl.gpu.nvml import NvmlBackend
 from rigctl.gpu.sampler import RigSampler
@@ -38,17 +40,18 @@ def main() -> None:
     for name in rig_names():
         backend = SimulatedBackend(load_rig(name))
         sampler = RigSampler(backend)
-        print(
-            f"{'sim:' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}{cpu_ms_per_call(sampler.snapshot, args.n):>16.3f}"
-        )
+        full = cpu_ms_per_call(sampler.snapshot, args.n)
+        print(f"{'sim:' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}{full:>16.3f}")
+        if name == "2x3090-nvlink":
+            figure("snapshot.sim", f"{full:.2f} ms")
     for name in ("2x3090-nvlink", "2x4090-pcie"):
         with installed(FakeNvmlLib(load_rig(name))):
             backend = NvmlBackend()
             sampler = RigSampler(backend)
-            print(
-                f"{'nvml(fake lib):' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}"
-                f"{cpu_ms_per_call(sampler.snapshot, args.n):>16.3f}"
-            )
+            full = cpu_ms_per_call(sampler.snapshot, args.n)
+            print(f"{'nvml(fake lib):' + name:<28}{cpu_ms_per_call(backend.sample, args.n):>18.3f}{full:>16.3f}")
+            if name == "2x3090-nvlink":
+                figure("snapshot.nvml", f"{full:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,12 @@ RUNS: dict[str, list[str]] = {
     "bench_tui": ["--only", "start,peers", "--seconds", "30", "--rounds", "3"],
     "bench_chart": [],
     "bench_exporter": ["--seconds", "30"],
+    "bench_http": [],
+    "bench_metrics_parse": [],
+    "bench_rig_snapshot": [],
+    "bench_fit": [],
+    "bench_record": [],
+    "bench_loadgen": [],
 }
 MARK = re.compile(r"<!--fig:([A-Za-z0-9_.-]+)-->(.*?)<!--/fig-->")
 

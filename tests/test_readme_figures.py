@@ -26,11 +26,13 @@ def load(name: str) -> ModuleType:
 
 
 # What each placeholder of a figure key stands for: the loops that print them (bench_tui's peers
-# and status peers, bench_exporter's exporters).
+# and status peers, bench_metrics_parse's expositions, bench_http's imports, bench_exporter's
+# exporters, bench_loadgen's clients).
 PLACEHOLDERS = {
-    "{key}": ("gpu", "engine", "nvitop", "floor", "trends"),
     "{keys[name]}": ("fake", "sim", "gpustat", "nvitop"),
-    "{key[name]}": ("rigctl", "rigctl_idle", "nvitop"),
+    "{key[name]}": ("rigctl", "rigctl_engine", "rigctl_idle", "nvitop"),
+    "{key}": ("gpu", "engine", "nvitop", "floor", "trends", "small", "vllm033", "big", "rigctl", "httpx"),
+    "{name}": ("rigctl", "aiohttp", "floor"),
 }
 
 
