@@ -23,9 +23,13 @@ class Link:
     sshd: Sshd
 
     def name_rig(self, *, client_config: Path | None = None, rigctl: str | None = None) -> None:
+        self.here.write_config(self.rig_table(client_config=client_config, rigctl=rigctl))
+
+    def rig_table(self, *, client_config: Path | None = None, rigctl: str | None = None) -> str:
+        """config.toml's [rigs.box2], reaching the rig through this sshd."""
         options = json.dumps(["-F", str(client_config or self.sshd.client_config)])
         path = json.dumps(rigctl or remote_rigctl())
-        self.here.write_config(f'[rigs.box2]\nssh = "box2"\nrigctl = {path}\nssh_options = {options}\n')
+        return f'[rigs.box2]\nssh = "box2"\nrigctl = {path}\nssh_options = {options}\n'
 
 
 @pytest.fixture

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import psutil
+
 from rigctl import __version__
-from tests.faults.rig import crashed
+from tests.faults.rig import Rig, crashed
 from tests.remote.conftest import Link
 from tests.support.serving import free_port
 
@@ -87,3 +89,17 @@ def test_an_unknown_rig_name_and_the_tui_are_refused_here(link: Link) -> None:
     tui = link.here.rigctl("--rig", "box2")
     assert tui.returncode == 2 and "not the TUI" in tui.stderr
     assert not crashed(tui.stderr)
+
+
+def test_a_connection_lost_while_the_command_runs_is_one_line(link: Link) -> None:
+    """The rig's sshd session killed under a running `gpus --watch`: what ran there is unknown here."""
+    watching = link.here.popen("--rig", "box2", "gpus", "--watch", "--interval", "0.2")
+    Rig.wait_for(watching, "GPU")  # its lines stream: the command runs there
+    sessions = psutil.Process(link.sshd.proc.pid).children(recursive=True)
+    assert sessions
+    for session in sessions:
+        session.kill()
+    code, out = Rig.finish(watching, timeout=60)
+    assert code == 1, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("rigctl: rig box2 (box2): the connection dropped while the command ran there"), out

@@ -5,7 +5,6 @@ shown line by line, and the rig serves it."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 from textual.widgets import DataTable, Log, OptionList
@@ -15,7 +14,6 @@ from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.rigs import RemoteSwitchScreen, RigProfilesScreen
 from tests.remote.conftest import Link
 from tests.support.config_file import write_config
-from tests.support.sshd import remote_rigctl
 from tests.tui.helpers import Seen, app_for, screen_text, settle, wait_for
 
 pytestmark = pytest.mark.slow
@@ -24,8 +22,7 @@ pytestmark = pytest.mark.slow
 def test_s_on_a_rig_switches_it_over_ssh(link: Link, serve_ctx: ServeContext) -> None:
     there = link.there
     assert there.rigctl("switch", "good").returncode == 0
-    options = json.dumps(["-F", str(link.sshd.client_config)])
-    write_config(f'[rigs.box2]\nssh = "box2"\nrigctl = {json.dumps(remote_rigctl())}\nssh_options = {options}\n')
+    write_config(link.rig_table())
     app = app_for(serve_ctx)
     seen = Seen()
 
