@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -45,6 +46,9 @@ def run_on_rig(argv: list[str]) -> Callable[[argparse.Namespace], int]:
             sys.stderr.buffer.write(raw)
             sys.stderr.buffer.flush()
 
+        # Ctrl-C is ours to handle even where it came in ignored (a parent that ignores SIGINT hands
+        # that on): here it means stop watching, and ssh is ended by run_remote on the way out
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             done = run_remote(
                 rig,
@@ -62,6 +66,8 @@ def run_on_rig(argv: list[str]) -> Callable[[argparse.Namespace], int]:
                 )
                 return int(ExitCode.FAILURE)
             raise
+        finally:
+            signal.signal(signal.SIGINT, previous)
         return done.code
 
     return handler

@@ -236,7 +236,16 @@ class RemoteSwitchScreen(ModalScreen[None]):
         self.notify(said, title="rig switch", severity="information" if code == 0 else "error", timeout=15)
 
     def action_close(self) -> None:
-        if self.code is None and self.ssh is not None and self.ssh.poll() is None:
+        if self._stop_watching():
             self.notify(f"the switch goes on on {self.rig}; w shows how it ended", timeout=8)
-            self.ssh.terminate()  # only the watching: the rig's rigctl finishes the switch
         self.dismiss(None)
+
+    def on_unmount(self) -> None:
+        self._stop_watching()  # quitting the TUI mid-switch: its worker's ssh must not hold the exit
+
+    def _stop_watching(self) -> bool:
+        """End the ssh that streams the switch (only the watching: the rig's rigctl finishes it)."""
+        if self.code is None and self.ssh is not None and self.ssh.poll() is None:
+            self.ssh.terminate()
+            return True
+        return False
