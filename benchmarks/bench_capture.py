@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_loadgen import SERVER  # the same streaming server the load generator is measured on
+from figures import figure
 
 from rigctl.bench.loadgen import LoadTarget, RequestOptions, RequestResult, run_load, schedule
 from rigctl.bench.workload import Prompt
@@ -72,6 +73,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--pace-ms", type=float, default=0.0, help="the server's sleep between tokens")
+    parser.add_argument("--figures", metavar="NAME", help="also print FIGURE lines as capture.NAME.* (readme_figures.py)")
     args = parser.parse_args()
 
     server = subprocess.Popen([sys.executable, "-c", paced(args.pace_ms)], stdout=subprocess.PIPE, text=True)
@@ -129,6 +131,15 @@ def main() -> None:
         f"  proxy cpu       {med['proxy']:.1f} ms / 1k tokens   (the server's own: {med['server']:.1f} ms; "
         f"ratio {med['proxy'] / med['server']:.2f}x)"
     )
+    if args.figures:
+        prefix = f"capture.{args.figures}"
+        figure(f"{prefix}.ttft50", f"{med['ttft50'] * 1000:+.1f} ms")
+        figure(f"{prefix}.ttft99", f"{med['ttft99'] * 1000:+.0f} ms")
+        figure(f"{prefix}.e2e50", f"{med['e2e50'] * 1000:+.0f} ms")
+        figure(f"{prefix}.proxy", f"{med['proxy']:.0f} ms")
+        per_token = med["proxy"] / 1000
+        figure(f"{prefix}.per_token", f"{per_token:.2f} ms")
+        figure(f"{prefix}.at_500", f"~{per_token * 500 / 10:.0f}%")  # 500 tokens/s: ms a second over 1,000 ms, in %
 
 
 if __name__ == "__main__":

@@ -25,35 +25,39 @@ sys.path.insert(0, str(HERE))
 
 from figures import parse  # noqa: E402 - benchmarks/ is not a package
 
-RUNS: dict[str, list[str]] = {
-    "bench_tui": ["--only", "start,peers", "--seconds", "30", "--rounds", "3"],
-    "bench_chart": [],
-    "bench_exporter": ["--seconds", "30"],
-    "bench_http": [],
-    "bench_metrics_parse": [],
-    "bench_rig_snapshot": [],
-    "bench_fit": [],
-    "bench_record": [],
-    "bench_loadgen": [],
+# each benchmark with the argument lists it is run with (bench_capture twice: as fast as the
+# server streams, and at an engine's pace)
+RUNS: dict[str, list[list[str]]] = {
+    "bench_tui": [["--only", "start,peers", "--seconds", "30", "--rounds", "3"]],
+    "bench_chart": [[]],
+    "bench_exporter": [["--seconds", "30"]],
+    "bench_http": [[]],
+    "bench_metrics_parse": [[]],
+    "bench_rig_snapshot": [[]],
+    "bench_fit": [[]],
+    "bench_record": [[]],
+    "bench_loadgen": [[]],
+    "bench_capture": [["--figures", "unpaced"], ["--pace-ms", "10", "--tokens", "64", "--figures", "paced"]],
 }
 MARK = re.compile(r"<!--fig:([A-Za-z0-9_.-]+)-->(.*?)<!--/fig-->")
 
 
 def run(name: str) -> dict[str, str]:
-    """The figures one benchmark printed; its output shown as it comes."""
+    """The figures one benchmark printed, over each of its runs; its output shown as it comes."""
     found: dict[str, str] = {}
-    with subprocess.Popen(
-        [sys.executable, str(HERE / f"{name}.py"), *RUNS[name]], stdout=subprocess.PIPE, text=True, cwd=HERE.parent
-    ) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            parsed = parse(line)
-            if parsed is None:
-                sys.stdout.write(line)
-            else:
-                found[parsed[0]] = parsed[1]
-    if process.returncode:
-        raise SystemExit(f"{name} exited {process.returncode}: no figure of it is written")
+    for arguments in RUNS[name]:
+        with subprocess.Popen(
+            [sys.executable, str(HERE / f"{name}.py"), *arguments], stdout=subprocess.PIPE, text=True, cwd=HERE.parent
+        ) as process:
+            assert process.stdout is not None
+            for line in process.stdout:
+                parsed = parse(line)
+                if parsed is None:
+                    sys.stdout.write(line)
+                else:
+                    found[parsed[0]] = parsed[1]
+        if process.returncode:
+            raise SystemExit(f"{name} exited {process.returncode}: no figure of it is written")
     return found
 
 

@@ -33,6 +33,7 @@ PLACEHOLDERS = {
     "{key[name]}": ("rigctl", "rigctl_engine", "rigctl_idle", "nvitop"),
     "{key}": ("gpu", "engine", "nvitop", "floor", "trends", "small", "vllm033", "big", "rigctl", "httpx"),
     "{name}": ("rigctl", "aiohttp", "floor"),
+    "{prefix}": ("capture.unpaced", "capture.paced"),
 }
 
 
