@@ -13,8 +13,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,12 @@ def _rows(path: Path, count: int, newest: float) -> list[Row]:
 
 
 def _record(
-    rig: Rig, *args: str, seconds: float, env: dict[str, str] | None = None, prefix: tuple[str, ...] = (), during: object = None
+    rig: Rig,
+    *args: str,
+    seconds: float,
+    env: dict[str, str] | None = None,
+    prefix: tuple[str, ...] = (),
+    during: Callable[[list[str]], None] | None = None,
 ) -> tuple[int, str]:
     """`rigctl record` run for `seconds`, then SIGTERM (as systemd stops it); (exit code, stderr)."""
     proc = subprocess.Popen(
@@ -64,12 +70,17 @@ def _record(
         stderr=subprocess.PIPE,
         text=True,
     )
+    said: list[str] = []  # its stderr as it comes, for a `during` that waits on what it says
+    reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")) if proc.stderr else None, daemon=True)
+    reader.start()
     deadline = time.monotonic() + seconds
-    if callable(during):
-        during()
+    if during is not None:
+        during(said)
     time.sleep(max(0.0, deadline - time.monotonic()))
     proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=60)
+    proc.communicate(timeout=60)
+    reader.join(30)
+    err = "".join(said)
     assert not crashed(err), err
     return proc.returncode, err
 
@@ -129,13 +140,15 @@ def test_a_damaged_server_record_for_a_moment_does_not_end_the_recorder(rig: Rig
     def written() -> int:
         return len(RecordReader(db).rows()) if db.exists() else 0
 
-    def damage_for_a_moment() -> None:
-        # from the recorder's first row (it runs: a loaded machine may take seconds to start it)
-        # to a row written after the repair (it has read the record again, and said so)
+    def damage_for_a_moment(said: list[str]) -> None:
+        # from the recorder's first row (it runs: a loaded machine may take seconds to start it),
+        # damaged until it has said so (however long a starved recorder takes to look), then
+        # repaired until it says so and writes a row after
         wait_until("the recorder's first row", written)
         record.write_text('{"launcher": ')
-        time.sleep(2.5)  # a dozen of its 0.2 s looks
+        wait_until("the recorder to see the damage", lambda: any("server.json: damaged" in line for line in said))
         record.write_text(good)
+        wait_until("the recorder to read it again", lambda: any("readable again" in line for line in said))
         before = written()
         wait_until("a row after the repair", lambda: written() > before)
 
@@ -152,7 +165,7 @@ def test_a_lock_another_program_holds_is_waited_out_and_loses_no_row(rig: Rig) -
     _rows(path, 1, time.time() - 60)
     holders: list[subprocess.Popen[str]] = []
 
-    def lock_for_twelve_seconds() -> None:
+    def lock_for_twelve_seconds(said: list[str]) -> None:
         time.sleep(3)
         holder = subprocess.Popen(
             [
@@ -195,7 +208,7 @@ def test_a_disk_full_for_a_moment_does_not_end_the_recorder(rig: Rig, ns: MountN
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     assert rig.rigctl("switch", "good").returncode == 0
 
-    def fill_for_a_moment() -> None:
+    def fill_for_a_moment(said: list[str]) -> None:
         time.sleep(3)
         assert ns.run("sh", "-c", f"dd if=/dev/zero of={rig.state_dir}/filler bs=64K 2>/dev/null; true").returncode == 0
         time.sleep(4)
