@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,10 @@ min_change = 0.25
 
 
 @pytest.fixture
-def bench_rig(tmp_path: Path) -> BenchRig:
-    return BenchRig(tmp_path)
+def bench_rig(tmp_path: Path) -> Iterator[BenchRig]:
+    rig = BenchRig(tmp_path)
+    yield rig
+    rig.cleanup()  # the bench leaves its control serving: never a simulator outliving its test
 
 
 def capture_traffic(rig: BenchRig, out: Path, count: int) -> list[dict[str, Any]]:
