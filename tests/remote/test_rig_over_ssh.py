@@ -11,6 +11,7 @@ from rigctl import __version__
 from tests.faults.rig import Rig, crashed
 from tests.remote.conftest import Link
 from tests.support.serving import free_port
+from tests.support.sshd import keygen
 
 
 def test_status_json_is_the_rigs_own_answer(link: Link) -> None:
@@ -61,6 +62,26 @@ def test_an_unknown_host_key_is_refused_in_one_line(link: Link) -> None:
     assert "host key is not known here" in far.stderr and far.stderr.count("\n") == 1, far.stderr
     assert json.loads(far.stdout) == {"error": far.stderr.removeprefix("rigctl: ").strip(), "exit_code": 1}
     assert empty.read_text() == ""  # nothing accepted for the owner
+
+
+def test_a_changed_host_key_is_refused_in_one_line(link: Link) -> None:
+    other = keygen(link.sshd.home / "other_host_key")
+    lying = link.sshd.home / "lying_known_hosts"
+    lying.write_text(f"[127.0.0.1]:{link.sshd.port} {other}\n")
+    link.name_rig(client_config=link.sshd.write_client_config(lying))
+    far = link.here.rigctl("--rig", "box2", "status")
+    assert far.returncode == 1
+    assert "its host key CHANGED since it was known; rigctl will not connect" in far.stderr, far.stderr
+    assert far.stderr.count("\n") == 1 and lying.read_text().count("\n") == 1
+
+
+def test_a_key_the_rig_does_not_accept_is_one_line(link: Link) -> None:
+    stranger = link.sshd.home / "stranger_key"
+    keygen(stranger)
+    link.name_rig(client_config=link.sshd.write_client_config(link.sshd.known_hosts, key=stranger))
+    far = link.here.rigctl("--rig", "box2", "status")
+    assert far.returncode == 1
+    assert far.stderr.startswith("rigctl: rig box2 (box2) refused the login (") and far.stderr.count("\n") == 1, far.stderr
 
 
 def test_a_missing_remote_rigctl_is_one_line(link: Link) -> None:

@@ -19,7 +19,7 @@ from tests.support.waiting import wait_until
 SSHD = "/usr/sbin/sshd"
 
 
-def _keygen(path: Path) -> str:
+def keygen(path: Path) -> str:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rigctl-test", "-f", str(path)], check=True)
     return path.with_suffix(".pub").read_text().strip()
 
@@ -44,8 +44,8 @@ class Sshd:
         home.mkdir(parents=True, exist_ok=True)
         self.home = home
         self.port = free_port()
-        host_key = _keygen(home / "host_key")
-        user_key = _keygen(home / "user_key")
+        host_key = keygen(home / "host_key")
+        user_key = keygen(home / "user_key")
         (home / "authorized_keys").write_text(user_key + "\n")
         self.known_hosts = home / "known_hosts"
         self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {host_key}\n")
@@ -63,12 +63,13 @@ class Sshd:
         )
         wait_until("sshd listening", lambda: "Server listening" in self.log.read_text(), proc=None, timeout=30)
 
-    def write_client_config(self, known_hosts: Path, port: int | None = None) -> Path:
-        """The client's config: Host `box2` is this server (`port`: another, for a rig that is down)."""
-        path = self.home / f"ssh_config_{port or self.port}_{known_hosts.name}"
+    def write_client_config(self, known_hosts: Path, port: int | None = None, key: Path | None = None) -> Path:
+        """The client's config: Host `box2` is this server (`port`: another, for a rig that is down;
+        `key`: another user key than the one the server authorises)."""
+        path = self.home / f"ssh_config_{port or self.port}_{known_hosts.name}_{(key or self.home).name}"
         path.write_text(
             f"Host box2\n  HostName 127.0.0.1\n  Port {port or self.port}\n  User {_user()}\n"
-            f"  IdentityFile {self.home / 'user_key'}\n  IdentitiesOnly yes\n  UserKnownHostsFile {known_hosts}\n"
+            f"  IdentityFile {key or self.home / 'user_key'}\n  IdentitiesOnly yes\n  UserKnownHostsFile {known_hosts}\n"
             "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n"
         )
         return path
