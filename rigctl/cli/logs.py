@@ -28,6 +28,11 @@ def register(sub: common.Subparsers) -> None:
     p = common.add_command(sub, "history")
     common.add_json_flag(p)
     p.add_argument("--profile", help="only this profile")
+    p.add_argument(
+        "--switches",
+        action="store_true",
+        help="every switch, bench arm and stop as it ended (the switch journal): outcome, drain, verification",
+    )
     p.set_defaults(handler=run_history)
     p = common.add_command(sub, "bootlog")
     p.add_argument("file", help="a log file, or - for standard input")
@@ -68,7 +73,32 @@ def run_logs(args: argparse.Namespace) -> int:
         follower.close()
 
 
+def run_switches(args: argparse.Namespace) -> int:
+    from rigctl.serve.journal import journal_file, read_endings
+
+    endings, damaged = read_endings()
+    if damaged:
+        print(f"rigctl: {journal_file()}: skipped {len(damaged)} damaged line(s)", file=sys.stderr)
+    endings = [e for e in endings if not args.profile or e.target == args.profile]
+    if args.json:
+        common.print_json([e.to_json() for e in endings])
+        return 0
+    if not endings:
+        print("no switch recorded yet")
+        return 0
+    rows = [("when", "action", "to", "outcome", "took", "drain", "verified")]
+    for e in endings:
+        drain = "-" if e.finished is None else f"{e.finished} finished" + (f", {e.cut} cut" if e.cut else "")
+        verified = "-" if e.verified is None else ("yes" if e.verified else f"FAILED {e.verify_failed or ''}".strip())
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.when))
+        rows.append((when, e.action, e.target, e.status, fmt.seconds(e.seconds), drain, verified))
+    print(fmt.table(rows))
+    return 0
+
+
 def run_history(args: argparse.Namespace) -> int:
+    if args.switches:
+        return run_switches(args)
     read = boots.read_history()
     if read.warning():
         print(f"rigctl: {read.warning()}", file=sys.stderr)

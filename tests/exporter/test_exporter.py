@@ -92,6 +92,13 @@ def test_switches_are_counted_by_outcome_and_the_last_one_is_said(rig: Rig) -> N
     assert one(samples, "rigctl_last_switch_drain_requests", result="finished") == 0  # good was idle
     assert one(samples, "rigctl_last_switch_drain_requests", result="cut") == 0
     assert "rigctl_last_switch_verified" not in samples  # the crashed boot was never verified
+    # the same journal, headless
+    shown = rig.rigctl("history", "--switches", "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout) == history
+    table = rig.rigctl("history", "--switches").stdout.splitlines()
+    assert table[0].split() == ["when", "action", "to", "outcome", "took", "drain", "verified"]
+    assert table[1].split()[2:5] == ["switch", "good", "switched"] and table[1].split()[-1] == "yes"
+    assert table[2].split()[2:5] == ["switch", "crashes", "rolled_back"] and "0 finished" in table[2]
 
 
 def test_engine_families_come_along_with_the_rig_label(rig: Rig) -> None:
