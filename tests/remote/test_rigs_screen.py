@@ -9,9 +9,11 @@ import os
 import signal
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Log, OptionList
 
 from rigctl.serve.steps import ServeContext
+from rigctl.tui.app import RigApp
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.rigs import RemoteSwitchScreen, RigProfilesScreen
 from tests.remote.conftest import Link
@@ -20,6 +22,25 @@ from tests.support.waiting import wait_until
 from tests.tui.helpers import Seen, app_for, screen_text, settle, wait_for
 
 pytestmark = pytest.mark.slow
+
+
+async def switch_the_rig_to(app: RigApp, pilot: Pilot[None], profile: str) -> tuple[list[str | None], RemoteSwitchScreen]:
+    """s on the highlighted rig, `profile` picked from its list (the one serving is disabled), yes
+    to the question: the rig's profile ids and the view of the switch there."""
+    await pilot.press("s")
+    await wait_for(pilot, "the rig's profiles", lambda: isinstance(app.screen, RigProfilesScreen))
+    listing = app.screen.query_one(OptionList)
+    ids = [listing.get_option_at_index(i).id for i in range(listing.option_count)]
+    assert listing.get_option("good").disabled  # it serves already
+    listing.focus()
+    listing.highlighted = ids.index(profile)
+    await pilot.press("enter")
+    await wait_for(pilot, "the question", lambda: isinstance(app.screen, ConfirmScreen))
+    await pilot.press("y")
+    await wait_for(pilot, "the switch view", lambda: isinstance(app.screen, RemoteSwitchScreen))
+    view = app.screen
+    assert isinstance(view, RemoteSwitchScreen)
+    return ids, view
 
 
 def test_s_on_a_rig_switches_it_over_ssh(link: Link, serve_ctx: ServeContext) -> None:
@@ -35,20 +56,8 @@ def test_s_on_a_rig_switches_it_over_ssh(link: Link, serve_ctx: ServeContext) ->
             await settle(app, pilot)
             assert app.screen.query_one(DataTable).row_count == 1
             assert "box2" in screen_text(app) and "not in Prometheus" in screen_text(app)  # no [prometheus] url here
-            await pilot.press("s")
-            await wait_for(pilot, "the rig's profiles", lambda: isinstance(app.screen, RigProfilesScreen))
-            listing = app.screen.query_one(OptionList)
-            ids = [listing.get_option_at_index(i).id for i in range(listing.option_count)]
+            ids, view = await switch_the_rig_to(app, pilot, "alt")
             assert "good" in ids and "alt" in ids  # the rig's own profiles, asked of its rigctl
-            assert listing.get_option("good").disabled  # it serves already
-            listing.focus()
-            listing.highlighted = ids.index("alt")
-            await pilot.press("enter")
-            await wait_for(pilot, "the question", lambda: isinstance(app.screen, ConfirmScreen))
-            await pilot.press("y")
-            await wait_for(pilot, "the switch view", lambda: isinstance(app.screen, RemoteSwitchScreen))
-            view = app.screen
-            assert isinstance(view, RemoteSwitchScreen)
             await wait_for(pilot, "the switch there to end", lambda: view.code is not None)
             assert view.code == 0, "\n".join(view.query_one(Log).lines)
             assert any("alt: " in line for line in view.query_one(Log).lines)  # its progress, line by line
@@ -75,17 +84,7 @@ def test_quitting_the_tui_mid_switch_leaves_the_switch_there_to_finish(link: Lin
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("w")
             await settle(app, pilot)
-            await pilot.press("s")
-            await wait_for(pilot, "the rig's profiles", lambda: isinstance(app.screen, RigProfilesScreen))
-            listing = app.screen.query_one(OptionList)
-            ids = [listing.get_option_at_index(i).id for i in range(listing.option_count)]
-            listing.focus()
-            listing.highlighted = ids.index("stuck")
-            await pilot.press("enter")
-            await wait_for(pilot, "the question", lambda: isinstance(app.screen, ConfirmScreen))
-            await pilot.press("y")
-            await wait_for(pilot, "the switch view", lambda: isinstance(app.screen, RemoteSwitchScreen))
-            view = app.screen
+            _, view = await switch_the_rig_to(app, pilot, "stuck")
             await wait_for(
                 pilot, "the hanging boot's progress", lambda: any("stuck: " in line for line in view.query_one(Log).lines)
             )
