@@ -45,14 +45,26 @@ class Supervisor:
         self.restart, self.budget, self.say = restart, RestartBudget(per_hour), say
         self._thread: threading.Thread | None = None
         self._spent_said = False
+        self._lock = threading.Lock()
+        self._busy = False  # a restart runs, its ending said or not: set and cleared under the lock
+        self._pending: str | None = None  # a death seen while it ran: handled as it ends
 
     @property
     def restarting(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._busy
 
     def engine_died(self, profile: str) -> None:
-        if self.restarting:
-            return
+        with self._lock:
+            if self._busy:
+                # the new engine died before its restart was done saying so: still a death, handled
+                # when the restart ends (dropped, the rig stayed down with nothing said)
+                self._pending = profile
+                return
+            self._busy = True
+        self._handle(profile)
+
+    def _handle(self, profile: str) -> None:
+        """Restart within the budget, or say it is spent; `_busy` is set by the caller."""
         if not self.budget.take(time.time()):
             if not self._spent_said:
                 self._spent_said = True
@@ -66,11 +78,21 @@ class Supervisor:
                         "error",
                     )
                 )
+            self._done()
             return
         self._spent_said = False
         attempt = len(self.budget.used)
         self._thread = threading.Thread(target=self._restart, args=(profile, attempt), name="supervisor", daemon=True)
         self._thread.start()
+
+    def _done(self) -> None:
+        """The restart (or the refusal) is over: a death seen meanwhile is handled now."""
+        with self._lock:
+            pending, self._pending = self._pending, None
+            if pending is None:
+                self._busy = False
+                return
+        self._handle(pending)
 
     def _restart(self, profile: str, attempt: int) -> None:
         began = time.monotonic()
@@ -92,7 +114,10 @@ class Supervisor:
             alert = Alert(
                 "restart", "restart", "restart failed", f"{result.profile} could not be restarted ({of}): {result.message}", "error"
             )
-        self.say(alert)
+        try:
+            self.say(alert)
+        finally:
+            self._done()
 
     def join(self, timeout: float) -> None:
         if self._thread is not None:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 
+from rigctl.alerts.model import Alert
+from rigctl.watch.supervisor import RestartResult, Supervisor
 from tests.support.waiting import wait_until
 from tests.watch.harness import WatchRig, fired
 
@@ -80,3 +83,34 @@ def test_without_supervise_a_death_is_said_and_nothing_restarts(watch_rig: Watch
     time.sleep(2)
     assert serving(rig) is None and count(rig, "restart", "event") == 0
     rig.stop_watch(watch)
+
+
+def test_a_death_while_the_restart_is_still_ending_is_not_dropped() -> None:
+    """The restarted engine dies before the restart has finished saying so (the service saw it
+    serve, then gone): that death is handled as the restart ends, here with the budget spent.
+    Driven by events, not by timing: the restart's `say` is held open while the death comes."""
+    saying = threading.Event()
+    release = threading.Event()
+    said: list[Alert] = []
+
+    def say(alert: Alert) -> None:
+        said.append(alert)
+        if alert.kind == "restart":
+            saying.set()
+            assert release.wait(30)
+
+    restarts: list[int] = []
+
+    def restart() -> RestartResult:
+        restarts.append(1)
+        return RestartResult(True, "good", "")
+
+    supervisor = Supervisor(restart, 1, say)
+    supervisor.engine_died("good")
+    assert saying.wait(30)  # the restart is done booting and is saying so
+    supervisor.engine_died("good")  # the new engine dies now
+    assert supervisor.restarting
+    release.set()
+    wait_until("the second death handled", lambda: not supervisor.restarting, timeout=30)
+    assert restarts == [1]  # the budget (one an hour) was spent by the first
+    assert [a.kind for a in said] == ["restart", "restart-budget"]
