@@ -196,6 +196,11 @@ class AlertEvaluator:
 
     # -- what serves ---------------------------------------------------------------------------
 
+    def saw_serving(self, profile: str) -> None:
+        """`profile` served, though no poll saw it (the supervisor's restart booted it): its death
+        before the next poll is a death too, not an engine that was never up."""
+        self._serving = self.profile = profile
+
     def on_serving(self, serving: ServingStatus, now: float | None = None) -> list[AlertChange]:
         """Engine up -> gone while no switch or stop of rigctl's own explains it: fires until
         something serves again (or rigctl itself stops or switches)."""

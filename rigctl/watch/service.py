@@ -156,6 +156,8 @@ class WatchService:
         now = time.time()
         evaluator = self.evaluator
         changes = evaluator.on_engine(state.snapshot if state.error is None else None, now)
+        while self.supervisor is not None and not self.supervisor.served.empty():
+            evaluator.saw_serving(self.supervisor.served.get())
         changes += evaluator.on_serving(serving, now)
         if tick.rig is not None:
             changes += evaluator.on_rig(tick.rig)

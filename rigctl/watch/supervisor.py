@@ -5,6 +5,7 @@ service keeps recording and judging."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections import deque
@@ -48,6 +49,9 @@ class Supervisor:
         self._lock = threading.Lock()
         self._busy = False  # a restart runs, its ending said or not: set and cleared under the lock
         self._pending: str | None = None  # a death seen while it ran: handled as it ends
+        # the profiles its restarts booted, for the service's thread to tell its evaluator (a death
+        # before the service's next look is then still a death)
+        self.served: queue.SimpleQueue[str] = queue.SimpleQueue()
 
     @property
     def restarting(self) -> bool:
@@ -103,6 +107,7 @@ class Supervisor:
         took = time.monotonic() - began
         of = f"restart {attempt} of {self.budget.per_hour} this hour"
         if result.ok:
+            self.served.put(result.profile)
             alert = Alert(
                 "restart",
                 "restart",

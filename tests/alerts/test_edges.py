@@ -49,6 +49,23 @@ def test_engine_death_is_reported_once_with_the_reason(serve_ctx: ServeContext, 
     assert tracker.on_serving(observe(load_settings())) == []  # said once, not every poll
 
 
+def test_an_engine_the_supervisor_booted_is_mourned_even_if_no_poll_saw_it(serve_ctx: ServeContext, profiles: Path) -> None:
+    """The supervisor's restart booted it and it died before the service's next look: the
+    service is told it served (saw_serving), so its death fires; unseen and untold, nothing would."""
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    record = read_record()
+    assert record is not None and record.pid
+    os.kill(record.pid, signal.SIGKILL)
+    wait_gone(record.pid)
+    dead = observe(load_settings())
+    assert AlertEvaluator().on_serving(dead) == []  # never seen up: nothing to lose, by its own sight
+    told = AlertEvaluator()
+    told.saw_serving("good")
+    alerts = told.on_serving(dead)
+    assert [(c.alert.key, c.state) for c in alerts] == [("engine-died", "fired")]
+    assert alerts[0].alert.text.startswith("good: the vLLM process is gone")
+
+
 def test_rigctl_own_stop_and_switch_raise_nothing(serve_ctx: ServeContext, profiles: Path) -> None:
     tracker = AlertEvaluator()
     assert transaction.switch(serve_ctx, "good").status == "switched"
