@@ -164,9 +164,15 @@ def test_a_lock_another_program_holds_is_waited_out_and_loses_no_row(rig: Rig) -
     path = rig.state_dir / "record.sqlite"
     _rows(path, 1, time.time() - 60)
     holders: list[subprocess.Popen[str]] = []
+    held: list[float] = []
+
+    def recorded() -> list[Row]:
+        return [r for r in RecordReader(path).rows() if r.boot != "boot-1"]
 
     def lock_for_twelve_seconds(said: list[str]) -> None:
-        time.sleep(3)
+        # once the recorder writes (a loaded machine may take seconds to start it), a lock held
+        # for 12 s; then until it says it writes again (however long a starved recorder takes)
+        wait_until("the recorder's first row", recorded)
         holder = subprocess.Popen(
             [
                 sys.executable,
@@ -182,15 +188,17 @@ def test_a_lock_another_program_holds_is_waited_out_and_loses_no_row(rig: Rig) -
         )
         holders.append(holder)
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        held.append(time.time())
+        wait_until("the record written again", lambda: any("the record is written again" in line for line in said))
+        wait_until("a row after the lock", lambda: recorded()[-1].ts >= held[0] + 12)
 
     code, err = _record(rig, "--interval", "1", seconds=22, during=lock_for_twelve_seconds)
     holders[0].wait(timeout=30)
     assert code == 0, err
     assert err.count("another program holds a lock on it") == 1 and "move it away" not in err, err
-    assert "the record is written again" in err, err
-    rows = [r for r in RecordReader(path).rows() if r.boot != "boot-1"]
-    assert len(rows) >= 12, [(r.ts, r.seconds) for r in rows]
-    # each row begins where the one before it ended: the locked stretch was kept, not lost
+    rows = recorded()
+    # the rows cover the locked stretch, each beginning where the one before it ended: kept, not lost
+    assert rows[0].ts - rows[0].seconds <= held[0] and rows[-1].ts >= held[0] + 12, [(r.ts, r.seconds) for r in rows]
     gaps = [round((b.ts - b.seconds) - a.ts, 2) for a, b in itertools.pairwise(rows)]
     assert all(abs(g) < 1.0 for g in gaps), gaps
 
