@@ -161,3 +161,21 @@ def test_a_planted_alerts_file_is_never_believed_nor_written_through(rig: Rig, v
     assert watch.returncode == 0
     assert "alerts: nothing watches this rig" in rig.rigctl("status").stdout  # its file went with it
     rig.check_invariants()
+
+
+def test_a_link_in_place_of_the_switch_journal_is_never_written_and_named_when_read(rig: Rig, victim: Path) -> None:
+    """The journal is an afterword: a switch still switches (saying the journal was not written),
+    the link's target is untouched, and reading the journal names the path in one line."""
+    assert rig.rigctl("switch", "good").returncode == 0
+    journal = rig.state_dir / "switches.jsonl"
+    plant(journal, victim)
+    done = rig.rigctl("switch", "alt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the switch journal could not be written" in done.stdout and rig.serves()[0] == SERVED
+    assert untouched(victim) and journal.is_symlink()
+    shown = rig.rigctl("history", "--switches")
+    assert shown.returncode == 1 and shown.stderr.count("\n") == 1
+    assert f"{journal}: damaged (a symbolic link" in shown.stderr
+    scrape = rig.rigctl("exporter", "--once")
+    assert scrape.returncode == 0 and "rigctl_switches_total{" not in scrape.stdout  # no sample believed through it
+    assert untouched(victim)
