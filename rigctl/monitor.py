@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from rigctl.config import Settings
 from rigctl.engine.client import Probe
@@ -23,9 +24,20 @@ from rigctl.record.recorder import BenchTags, Observation, held_energy
 from rigctl.serve.launchers import launcher_for
 from rigctl.serve.logtail import TailReader
 from rigctl.serve.serving import ServingStatus, observe
-from rigctl.serve.statefiles import ServerRecord, read_record
+from rigctl.serve.statefiles import ServerRecord, read_record, state_file
 
 OBSERVE_EVERY = 5  # engine polls between full checks of what serves while nothing changes
+
+
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """Which version of `path` is there (an atomic rewrite is a new inode), or None when none is."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns, found.st_size
+
+
 ENGINE_WAIT = 0.25  # s a tick waits for the engine poll it just asked for (a local scrape takes ms)
 
 
@@ -156,7 +168,10 @@ class Monitor:
         """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY polls and
         at once whenever the engine's answer changes (down, up, another server)."""
         probe: Probe | None = engine.probe
-        key = (engine.target, engine.error is None, probe.healthy if probe else None)
+        # the state file's stamp too: a switch of rigctl's own (the supervisor's restart) ending while
+        # the engine answers the same would otherwise stay "switching" here for OBSERVE_EVERY polls,
+        # and a death in them was never said
+        key = (engine.target, engine.error is None, probe.healthy if probe else None, file_stamp(state_file()))
         self._observe_count += 1
         if self._serving is None or key != self._observe_key or self._observe_count >= OBSERVE_EVERY:
             self._serving = observe(self.settings, probe=probe)

@@ -196,10 +196,13 @@ class AlertEvaluator:
 
     # -- what serves ---------------------------------------------------------------------------
 
-    def saw_serving(self, profile: str) -> None:
-        """`profile` served, though no poll saw it (the supervisor's restart booted it): its death
-        before the next poll is a death too, not an engine that was never up."""
+    def saw_serving(self, profile: str, now: float | None = None) -> list[AlertChange]:
+        """`profile` served, though no poll may have seen it (the supervisor's restart booted it):
+        the death before it is over (cleared), and its own death before the next poll is a death
+        too, said anew, not an engine that was never up nor the old death still firing. Told after
+        `on_serving`, whose look may be older than the restart."""
         self._serving = self.profile = profile
+        return self._set("engine-died", None, time.time() if now is None else now)
 
     def on_serving(self, serving: ServingStatus, now: float | None = None) -> list[AlertChange]:
         """Engine up -> gone while no switch or stop of rigctl's own explains it: fires until

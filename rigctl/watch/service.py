@@ -14,6 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from rigctl.alerts.evaluator import AlertEvaluator
 from rigctl.alerts.limits import AlertLimits
@@ -32,6 +33,17 @@ from rigctl.watch.sink import AlertSink
 from rigctl.watch.supervisor import RestartResult, Supervisor
 
 REOPEN_MAX_S = 60.0  # trouble opening the record is tried again at most this far apart
+T = TypeVar("T")
+
+
+def drained(box: queue.SimpleQueue[T] | queue.Queue[T]) -> list[T]:
+    """What `box` holds now, taken out (what another thread puts meanwhile waits for the next look)."""
+    taken: list[T] = []
+    while True:
+        try:
+            taken.append(box.get_nowait())
+        except queue.Empty:
+            return taken
 
 
 class WatchService:
@@ -155,17 +167,19 @@ class WatchService:
         self._say_source(state)
         now = time.time()
         evaluator = self.evaluator
+        # the supervisor's events first, then what its restarts served: it puts a restart's served
+        # profile before its event, so an event taken here never leaves its profile for a later step
+        events = drained(self.events)
         changes = evaluator.on_engine(state.snapshot if state.error is None else None, now)
-        while self.supervisor is not None and not self.supervisor.served.empty():
-            evaluator.saw_serving(self.supervisor.served.get())
         changes += evaluator.on_serving(serving, now)
+        for profile in drained(self.supervisor.served) if self.supervisor is not None else []:
+            changes += evaluator.saw_serving(profile, now)
         if tick.rig is not None:
             changes += evaluator.on_rig(tick.rig)
         for text in self._found:
             changes += evaluator.on_regression(text, now)
         self._found = []
-        while not self.events.empty():
-            changes.append(evaluator.event(self.events.get(), now))
+        changes += [evaluator.event(alert, now) for alert in events]
         self.sink.emit(changes, evaluator.firing)
         if self.supervisor is not None:
             for change in changes:

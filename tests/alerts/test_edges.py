@@ -66,6 +66,58 @@ def test_an_engine_the_supervisor_booted_is_mourned_even_if_no_poll_saw_it(serve
     assert alerts[0].alert.text.startswith("good: the vLLM process is gone")
 
 
+def test_a_restarted_engine_that_dies_before_any_poll_saw_it_is_a_second_death(serve_ctx: ServeContext, profiles: Path) -> None:
+    """CI's race: the service's look predates the restart (the engine still down), the supervisor
+    then says the restart served, and the new engine dies before the next look. The first death
+    must be over (cleared) and the second said anew: while the first stayed firing, the second
+    fired nothing and the supervisor never restarted again."""
+    tracker = AlertEvaluator()
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    tracker.on_serving(observe(load_settings()))
+
+    def kill() -> ServingStatus:
+        record = read_record()
+        assert record is not None and record.pid
+        os.kill(record.pid, signal.SIGKILL)
+        wait_gone(record.pid)
+        return observe(load_settings())
+
+    first = kill()
+    assert [c.state for c in tracker.on_serving(first)] == ["fired"]
+    assert transaction.switch(serve_ctx, "good").status == "switched"  # the supervisor's restart
+    assert tracker.on_serving(first) == []  # a look taken before the restart ended: still the first death
+    cleared = tracker.saw_serving("good")
+    assert [(c.alert.key, c.state) for c in cleared] == [("engine-died", "cleared")]
+    second = tracker.on_serving(kill())
+    assert [(c.alert.key, c.state) for c in second] == [("engine-died", "fired")]
+    assert tracker.saw_serving("good") and "engine-died" not in tracker.firing
+
+
+def test_the_monitor_looks_again_when_the_state_file_changes_though_the_engine_answers_the_same(
+    serve_ctx: ServeContext, profiles: Path
+) -> None:
+    """The supervisor's restart ends ("switching" -> "serving") while the engine answers alike: the
+    next poll must say what serves now, not the "switching" of up to OBSERVE_EVERY polls before
+    (a death in them went unsaid: CI's failure of test_supervisor)."""
+    from rigctl.monitor import Monitor
+    from rigctl.proc import start_id
+    from rigctl.serve.statefiles import read_state, write_state
+
+    assert transaction.switch(serve_ctx, "good").status == "switched"
+    monitor = Monitor(None, load_settings())
+    try:
+        assert monitor.poll_engine_now()[1].active_profile == "good"
+        serving = read_state()
+        assert serving is not None and serving.status == "serving"
+        mine = os.getpid()
+        write_state(replace(serving, status="switching", target="good", owner_pid=mine, owner_start=start_id(mine)))
+        assert monitor.poll_engine_now()[1].summary == f"switching to good (rigctl pid {mine})"
+        write_state(serving)
+        assert monitor.poll_engine_now()[1].active_profile == "good"
+    finally:
+        monitor.close()
+
+
 def test_rigctl_own_stop_and_switch_raise_nothing(serve_ctx: ServeContext, profiles: Path) -> None:
     tracker = AlertEvaluator()
     assert transaction.switch(serve_ctx, "good").status == "switched"
