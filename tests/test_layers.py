@@ -32,3 +32,22 @@ def test_the_simulator_imports_only_what_a_simulator_needs() -> None:
     }
     assert reached <= SIM_MAY_IMPORT, sorted(reached - SIM_MAY_IMPORT)
     assert {"rigctl.vllm.options", "rigctl.vllm.memory"} <= reached  # the list is read, not stale
+
+
+def test_the_cli_layer_says_its_types() -> None:
+    """The CLI is thin over typed core functions: a JSON answer is `object`, a row a TypedDict,
+    never `Any`, which would let a wrong shape through mypy to the owner's scripts."""
+    import ast
+    from pathlib import Path
+
+    import rigctl.cli
+
+    found = []
+    for path in sorted(Path(rigctl.cli.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Name) and node.id == "Any") or (isinstance(node, ast.Attribute) and node.attr == "Any"):
+                found.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and any(alias.name == "Any" for alias in node.names):
+                found.append(f"{path.name}:{node.lineno}")
+    assert not found, found
+    assert len(list(Path(rigctl.cli.__file__).parent.rglob("*.py"))) > 10  # the walk saw the layer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rigctl import jsonio
 from rigctl.backends import open_backend, selected_sim
@@ -75,7 +75,7 @@ def option_tables(args: argparse.Namespace, cached_only: bool = False) -> Option
     return OptionTables(command, cached_only=cached_only)
 
 
-def print_json(value: Any) -> None:
+def print_json(value: object) -> None:
     """Strict JSON: a NaN or an infinity prints as null, never as a bare NaN jq rejects."""
     sys.stdout.write(jsonio.dumps(value, indent=2) + "\n")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from typing import TypedDict
 
 from rigctl import fmt
 from rigctl.cli import common
@@ -18,24 +18,30 @@ def register(sub: common.Subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def rows(settings: Settings) -> list[dict[str, Any]]:
-    out = []
+class SettingRow(TypedDict):
+    setting: str
+    value: object
+    source: str
+
+
+def rows(settings: Settings) -> list[SettingRow]:
+    out: list[SettingRow] = []
     for name, value in as_table(settings).items():
         table, key = field_location(name)
         out.append(
-            {
-                "setting": f"{table}.{key}",
-                "value": list(value) if isinstance(value, tuple) else value,
-                "source": settings.sources.get(name, "default"),
-            }
+            SettingRow(
+                setting=f"{table}.{key}",
+                value=list(value) if isinstance(value, tuple) else value,
+                source=settings.sources.get(name, "default"),
+            )
         )
     for rig in settings.rigs:  # [rigs.NAME]: one row per key, as the file has them
         for key, value in (("ssh", rig.ssh), ("rigctl", rig.rigctl), ("ssh_options", list(rig.ssh_options))):
-            out.append({"setting": f"rigs.{rig.name}.{key}", "value": value, "source": settings.sources[f"rigs.{rig.name}"]})
+            out.append(SettingRow(setting=f"rigs.{rig.name}.{key}", value=value, source=settings.sources[f"rigs.{rig.name}"]))
     return out
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if isinstance(value, list):
         return shlex.join(value)
     if isinstance(value, bool):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
 
 from rigctl import fmt, jsonio
 from rigctl.cli import common
@@ -50,7 +49,7 @@ def table(snapshot: RigSnapshot) -> str:
     return fmt.table([COLUMNS, *rows(snapshot)])
 
 
-def gpus_json(snapshot: RigSnapshot) -> dict[str, Any]:
+def gpus_json(snapshot: RigSnapshot) -> dict[str, object]:
     return {"timestamp": snapshot.timestamp, "backend": snapshot.info.backend, "gpus": [to_jsonable(s) for s in snapshot.samples]}
 
 

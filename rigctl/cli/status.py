@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rigctl.bench.live import read_live
 from rigctl.cli import common
@@ -129,7 +129,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     return int(result.exit_code)
 
 
-def prefix_cache(record: ServerRecord) -> dict[str, Any] | None:
+def prefix_cache(record: ServerRecord) -> dict[str, object] | None:
     """Queries and hits since the boot, from the engine; cold by the bench's rule (the owners'
     rule before a comparison): nothing but the boot's own verification reached the cache."""
     from rigctl.engine.client import EngineClient, EngineHTTPError

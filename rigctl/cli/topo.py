@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from rigctl.cli import common
 from rigctl.gpu.model import to_jsonable
@@ -27,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         sampler.close()
     notes = [w for w in [all_reduce_verdict(info, topology), *(slot_limit(g) for g in info.gpus)] if w]
     if args.json:
-        data: dict[str, Any] = {
+        data: dict[str, object] = {
             "backend": info.backend,
             "gpus": [
                 {
