@@ -122,8 +122,7 @@ class AlertEvaluator:
         changes += self._set("stall", self._stall(waiting, now), now)
         changes += self._set("queue", self._queue(waiting), now)
         changes += self._set("preemptions", self._preemption_storm(), now)
-        full = snap.kv_usage is not None and snap.kv_usage >= self.limits.kv_full_fraction and waiting > 0
-        self._kv_full_since = (self._kv_full_since or now) if full else None
+        self._kv_full_since = (self._kv_full_since or now) if snap.kv_full else None
         changes += self._set("kv-full", self._kv_full(snap, waiting, now), now)
         return changes
 
@@ -184,7 +183,7 @@ class AlertEvaluator:
             "kv-full",
             "kv-full",
             "KV cache full",
-            f"{snap.kv_usage:.0%} of the KV pool used for {now - since:.0f} s with {waiting:.0f} request(s) waiting",
+            f"{snap.kv_usage_fullest:.0%} of the KV pool used for {now - since:.0f} s with {waiting:.0f} request(s) waiting",
             "warning",
         )
 

@@ -17,9 +17,6 @@ class AlertLimits:
     throttle_s: float = 60.0
     power_s: float = 120.0  # a burst at the cap is normal; minutes of it mean a capped rig
     power_fraction: float = 0.97  # of the enforced limit
-    # of the pool, with requests waiting: a paged pool under more demand than it holds hovers just
-    # below full (vLLM admits only what whole free blocks take, then preempts), rarely at 100%
-    kv_full_fraction: float = 0.95
 
     @staticmethod
     def of(settings: Settings) -> AlertLimits:

@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 from rigctl.engine.prom import Exposition, Labels
 from rigctl.vllm.metric_names import COUNTERS, HISTOGRAMS, SNAPSHOT_NAMES, P
 
+# "The KV cache is full" for every view (the health check, the watch service's alert, the shipped
+# Prometheus rule): this fraction of a pool, with requests waiting. A paged pool under more demand
+# than it holds hovers just below full (vLLM admits only what whole free blocks take, then
+# preempts), rarely at 100%: a 0.99 line almost never fires on the rig that needs it.
+KV_FULL_FRACTION = 0.95
+
 
 @dataclass(frozen=True)
 class Histogram:
@@ -61,6 +67,20 @@ class EngineSnapshot:
 
     def counter(self, name: str) -> float | None:
         return self.counters.get(name)
+
+    @property
+    def kv_usage_fullest(self) -> float | None:
+        """The fullest engine's pool: each DP replica has its own, and the mean would hide one that
+        is full while the other idles (the Prometheus rule's `max by (rig)` too)."""
+        usages = [e.kv_usage for e in self.engines if e.kv_usage is not None]
+        return max(usages) if usages else self.kv_usage
+
+    @property
+    def kv_full(self) -> bool:
+        """A pool full (KV_FULL_FRACTION) with requests waiting: a full pool nobody waits on is one
+        well used."""
+        fullest = self.kv_usage_fullest
+        return fullest is not None and fullest >= KV_FULL_FRACTION and (self.waiting or 0.0) > 0
 
     @property
     def is_vllm(self) -> bool:

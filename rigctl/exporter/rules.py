@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rigctl.alerts.limits import AlertLimits
 from rigctl.config import Settings
+from rigctl.engine.metrics import KV_FULL_FRACTION
 from rigctl.exporter import families as f
 from rigctl.vllm.metric_names import COUNTERS, HISTOGRAMS, P
 
@@ -78,7 +78,7 @@ def rules(settings: Settings) -> list[Rule]:
         ),
         Rule(
             "RigctlKvCacheFull",
-            f"max by (rig) ({_vllm('kv_cache_usage_perc')}) >= {AlertLimits.of(settings).kv_full_fraction:g} and {waiting} > 0",
+            f"max by (rig) ({_vllm('kv_cache_usage_perc')}) >= {KV_FULL_FRACTION:g} and {waiting} > 0",
             settings.alerts_kv_full,
             "warning",
             "{{ $labels.rig }}: the KV cache is full with requests waiting",

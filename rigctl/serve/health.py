@@ -24,7 +24,6 @@ from rigctl.errors import ExitCode
 from rigctl.serve.serving import ServingStatus
 
 Verdict = Literal["healthy", "down", "degraded"]
-KV_FULL = 0.99  # of the pool: no room for a request that waits
 
 
 @dataclass(frozen=True)
@@ -83,8 +82,8 @@ def stalled(before: EngineSnapshot, after: EngineSnapshot) -> str | None:
 
 
 def kv_full(after: EngineSnapshot) -> str | None:
-    if after.kv_usage is not None and after.kv_usage >= KV_FULL and (after.waiting or 0) > 0:
-        return f"KV cache full ({after.kv_usage:.0%} of the pool) with {after.waiting:.0f} request(s) waiting"
+    if after.kv_full:
+        return f"KV cache full ({after.kv_usage_fullest:.0%} of the pool) with {after.waiting:.0f} request(s) waiting"
     return None
 
 
