@@ -1,4 +1,5 @@
-"""Every test runs with its own config and state dirs and no simulated rig preselected."""
+"""Every test runs with its own config and state dirs and no simulated rig preselected; nothing a
+test started outlives the session."""
 
 from __future__ import annotations
 
@@ -9,6 +10,18 @@ from pathlib import Path
 import pytest
 
 from rigctl.serve.steps import ServeContext
+from tests.support import leaks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    leaks.mark_this_session()  # in each xdist worker: its own token for what its tests start
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_outlives_the_session() -> Iterator[None]:
+    yield
+    left = leaks.reap_leftovers(os.environ[leaks.TOKEN_VAR], grace_s=15)
+    assert not left, "still running after the session (killed now): " + "; ".join(left)
 
 
 @pytest.fixture(autouse=True)

@@ -74,11 +74,16 @@ def _record(
     reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")) if proc.stderr else None, daemon=True)
     reader.start()
     deadline = time.monotonic() + seconds
-    if during is not None:
-        during(said)
-    time.sleep(max(0.0, deadline - time.monotonic()))
-    proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=60)
+    try:
+        if during is not None:
+            during(said)
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:  # a `during` that failed (or a test's timeout) leaves no recorder running
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     reader.join(30)
     err = "".join(said)
     assert not crashed(err), err
