@@ -71,47 +71,47 @@ def test_promtool_checks_the_rules(rig: Rig, tmp_path: Path) -> None:
     assert done.returncode == 0 and f"SUCCESS: {count} rules found" in done.stdout, done.stdout + done.stderr
 
 
-@needs_promtool
-def test_nothing_serving_after_a_failed_switch_fires_and_a_stop_does_not(rig: Rig, tmp_path: Path) -> None:
-    """promtool's rule unit test (Prometheus's own evaluator): a rig whose switch failed with
-    nothing serving fires RigctlNothingServes at once; a rig the owner stopped stays quiet."""
+def promtool_alert_test(
+    tmp_path: Path, rules_text: str, series: dict[str, str], alertname: str, eval_time: str, firing: dict[str, str]
+) -> None:
+    """promtool's rule unit test (Prometheus's own evaluator) of the rules `rigctl exporter
+    --rules` printed: `series` (name -> promtool's values, one every 15 s) make `alertname` fire
+    at `eval_time` for exactly the rigs in `firing` (rig -> severity), with the rule's summary."""
     rules = tmp_path / "rigctl.rules.yml"
-    rules.write_text(rig.rigctl("exporter", "--rules").stdout)
-    said = "broken: a switch failed and so did its rollback (or was left): nothing serves"
+    rules.write_text(rules_text)
+    (rule,) = [r for r in json.loads(rules_text)["groups"][0]["rules"] if r["alert"] == alertname]
+    summary = str(rule["annotations"]["summary"])
+    expected = [
+        {
+            "exp_labels": {"rig": rig, "severity": severity},
+            "exp_annotations": {"summary": summary.replace("{{ $labels.rig }}", rig)},
+        }
+        for rig, severity in sorted(firing.items())
+    ]
+    test = {
+        "interval": "15s",
+        "input_series": [{"series": name, "values": values} for name, values in series.items()],
+        "alert_rule_test": [{"eval_time": eval_time, "alertname": alertname, "exp_alerts": expected}],
+    }
     cases = tmp_path / "cases.yml"
-    cases.write_text(
-        json.dumps(
-            {
-                "rule_files": [str(rules)],
-                "evaluation_interval": "15s",
-                "tests": [
-                    {
-                        "interval": "15s",
-                        "input_series": [
-                            {"series": 'rigctl_serving_up{rig="broken"}', "values": "0x8"},
-                            {"series": 'rigctl_switch_state_info{rig="broken",status="failed",profile=""}', "values": "1x8"},
-                            {"series": 'rigctl_serving_up{rig="parked"}', "values": "0x8"},
-                            {"series": 'rigctl_switch_state_info{rig="parked",status="stopped",profile=""}', "values": "1x8"},
-                        ],
-                        "alert_rule_test": [
-                            {
-                                "eval_time": "1m",
-                                "alertname": "RigctlNothingServes",
-                                "exp_alerts": [
-                                    {
-                                        "exp_labels": {"rig": "broken", "severity": "error"},
-                                        "exp_annotations": {"summary": said},
-                                    }
-                                ],
-                            }
-                        ],
-                    }
-                ],
-            }
-        )
-    )
+    cases.write_text(json.dumps({"rule_files": [str(rules)], "evaluation_interval": "15s", "tests": [test]}))
     done = subprocess.run([str(PROMTOOL), "test", "rules", str(cases)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_promtool
+def test_nothing_serving_after_a_failed_switch_fires_and_a_stop_does_not(rig: Rig, tmp_path: Path) -> None:
+    """A rig whose switch failed with nothing serving fires RigctlNothingServes at once; a rig the
+    owner stopped stays quiet."""
+    series = {
+        'rigctl_serving_up{rig="broken"}': "0x8",
+        'rigctl_switch_state_info{rig="broken",status="failed",profile=""}': "1x8",
+        'rigctl_serving_up{rig="parked"}': "0x8",
+        'rigctl_switch_state_info{rig="parked",status="stopped",profile=""}': "1x8",
+    }
+    rules = rig.rigctl("exporter", "--rules").stdout
+    assert "a switch failed and so did its rollback (or was left): nothing serves" in rules
+    promtool_alert_test(tmp_path, rules, series, "RigctlNothingServes", "1m", {"broken": "error"})
 
 
 @needs_promtool
