@@ -282,11 +282,15 @@ class RigApp(PollingApp):
         self.post_message(SwitchFinished(name, outcome))
 
     def on_switch_progress(self, message: SwitchProgress) -> None:
+        if not self.is_running:  # the switch's thread goes on as the app quits (asked twice): nothing left to show it on
+            return
         event = message.event
         if self.boot is not None and not self.boot.done:
             self.boot.add_event(event.kind, event.text, event.profile, event.seconds)
 
     def on_switch_finished(self, message: SwitchFinished) -> None:
+        if not self.is_running:
+            return
         outcome = message.outcome
         status = outcome.status if outcome is not None else ""
         ok = outcome is not None and status in ("switched", "stopped")

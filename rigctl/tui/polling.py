@@ -67,6 +67,8 @@ class PollingApp(App[None]):
             self._wake.wait(max(0.05, interval - (time.monotonic() - started)))
 
     def on_polled(self, message: Polled) -> None:
+        if not self.is_running:  # a tick the poll thread sent as the app quits: the screens' widgets are being removed
+            return
         with self.batch_update():  # one repaint for the whole tick
             for source, error in message.errors:
                 self._poll_failed(source, error)
