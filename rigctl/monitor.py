@@ -19,12 +19,11 @@ from rigctl.engine.client import Probe
 from rigctl.engine.poller import Endpoint, EnginePoller, EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
-from rigctl.jsonio import DamagedFile
 from rigctl.record.recorder import BenchTags, Observation, held_energy
 from rigctl.serve.launchers import launcher_for
 from rigctl.serve.logtail import TailReader
 from rigctl.serve.serving import ServingStatus, observe
-from rigctl.serve.statefiles import ServerRecord, read_record, state_file
+from rigctl.serve.statefiles import RecordRead, ServerRecord, read_record_once, state_file
 
 OBSERVE_EVERY = 5  # engine polls between full checks of what serves while nothing changes
 
@@ -135,28 +134,27 @@ class Monitor:
                     self._busy = False
                 self._done.set()
 
-    def _endpoint(self) -> tuple[Endpoint | None, str | None]:
-        try:
-            record = read_record()
-        except DamagedFile as exc:
-            return None, str(exc)
+    def _endpoint(self, read: RecordRead) -> Endpoint | None:
+        record = read.record
         if record is None:
-            return None, None
+            return None
         cached_record, endpoint = self._endpoint_for
         if record != cached_record:  # the API key is read once per server, not every second
             launcher = launcher_for(record, self.settings)
             endpoint = Endpoint(record.base_url, record.profile, launcher.api_key(record), record.pid)
             self._endpoint_for = (record, endpoint)
-        return endpoint, None
+        return endpoint
 
     def _poll_engine(self) -> tuple[EngineState, ServingStatus]:
-        endpoint, problem = self._endpoint()
+        # server.json read once a poll: the scrape and the check of what serves see the same file
+        read = read_record_once()
+        endpoint, problem = self._endpoint(read), read.damage
         self.endpoint_problem = problem
         gpus = self._last_rig.samples if self._last_rig else ()
         state = self.engine_poller.unavailable(problem) if problem else self.engine_poller.poll(endpoint, gpus)
         if self.record_to is not None:
             self.record_to(self._observation(state))
-        return state, self._observe(state)
+        return state, self._observe(state, read)
 
     def _observation(self, state: EngineState) -> Observation | None:
         record, rig = self._endpoint_for[0], self._last_rig
@@ -164,7 +162,7 @@ class Monitor:
             return None  # not vLLM's exposition (an empty 200, a web page): no row of idle serving
         return self._bench_tags.observation(record, state.snapshot, lambda: held_energy(rig, record.pid))
 
-    def _observe(self, engine: EngineState) -> ServingStatus:
+    def _observe(self, engine: EngineState, read: RecordRead) -> ServingStatus:
         """What serves, checked in full (state file, process, HTTP) every OBSERVE_EVERY polls and
         at once whenever the engine's answer changes (down, up, another server)."""
         probe: Probe | None = engine.probe
@@ -174,7 +172,7 @@ class Monitor:
         key = (engine.target, engine.error is None, probe.healthy if probe else None, file_stamp(state_file()))
         self._observe_count += 1
         if self._serving is None or key != self._observe_key or self._observe_count >= OBSERVE_EVERY:
-            self._serving = observe(self.settings, probe=probe)
+            self._serving = observe(self.settings, probe=probe, read=read)
             self._observe_key, self._observe_count = key, 0
         return self._serving
 

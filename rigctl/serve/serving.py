@@ -20,9 +20,10 @@ from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher, launcher_for
 from rigctl.serve.statefiles import (
     ActiveState,
+    RecordRead,
     ServerRecord,
     owner_alive,
-    read_record,
+    read_record_once,
     read_state,
     record_file,
     write_record,
@@ -39,18 +40,20 @@ class RunningServer:
     stale: ServerRecord | None = None  # a record whose server is gone
 
 
-def find_running(settings: Settings, default: Launcher | None = None, thorough: bool = True) -> RunningServer:
+def find_running(
+    settings: Settings, default: Launcher | None = None, thorough: bool = True, read: RecordRead | None = None
+) -> RunningServer:
     """The live server of the record. When the record's server is not running (a record restored
     from a backup, or left by a crash between a start and the record's rewrite), when the record
     is damaged, or when there is none and `thorough`: the listening process that carries a boot
-    token of this rigctl, its record rebuilt. A server rigctl started is never left unseen."""
+    token of this rigctl, its record rebuilt. A server rigctl started is never left unseen.
+    `read`: the caller's own read of the record (None: read it now)."""
     notes: list[str] = []
     stale: ServerRecord | None = None
-    try:
-        record = read_record()
-    except DamagedFile as exc:
-        record = None
-        notes.append(str(exc))
+    read = read if read is not None else read_record_once()
+    record = read.record
+    if read.damage is not None:
+        notes.append(read.damage)
     if record is not None:
         launcher = default if default is not None and record.launcher == default.name else launcher_for(record, settings)
         if launcher.alive(record):
@@ -153,16 +156,19 @@ class ServingStatus:
         }
 
 
-def observe(settings: Settings, probe: Probe | None = None, thorough: bool = False) -> ServingStatus:
+def observe(
+    settings: Settings, probe: Probe | None = None, thorough: bool = False, read: RecordRead | None = None
+) -> ServingStatus:
     """`probe`: a fresh /health + /v1/models answer the caller already has (saves the requests).
-    `thorough`: also look for a rigctl server that has no record (costs a scan of listeners)."""
+    `thorough`: also look for a rigctl server that has no record (costs a scan of listeners).
+    `read`: the record as the caller read it for that probe (None: read it now)."""
     notes: list[str] = []
     try:
         state = read_state()
     except DamagedFile as exc:
         state = None
         notes.append(str(exc))
-    running = find_running(settings, thorough=thorough)
+    running = find_running(settings, thorough=thorough, read=read)
     notes += running.notes
     record = running.record or running.stale
     alive = running.record is not None

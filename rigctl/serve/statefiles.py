@@ -73,6 +73,24 @@ def read_record() -> ServerRecord | None:
     return None if data is None else jsonio.build(ServerRecord, data, path)
 
 
+@dataclass(frozen=True)
+class RecordRead:
+    """One read of server.json, handed on so that what a poll scrapes and what it decides serves
+    come from the same read: a second read in the same poll can find the file changed between
+    them (a damage mended by the rebuild before the first reader ever saw it)."""
+
+    record: ServerRecord | None
+    damage: str | None = None  # why the file cannot be used (jsonio.DamagedFile's line)
+
+
+def read_record_once() -> RecordRead:
+    """read_record's answer, or the damage it found, as a value."""
+    try:
+        return RecordRead(read_record())
+    except jsonio.DamagedFile as exc:
+        return RecordRead(None, str(exc))
+
+
 def write_record(record: ServerRecord) -> None:
     paths.ensure_private_dir(paths.state_dir())
     write_text_atomic(record_file(), jsonio.dumps(record.to_json(), indent=1) + "\n", mode=0o600)
