@@ -69,11 +69,13 @@ def _record(
     proc = subprocess.Popen(
         [*(prefix or rig.prefix), sys.executable, "-m", "rigctl", "record", *args],
         env={**rig.env, **(env or {})},
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
-    said: list[str] = []  # its stderr as it comes, for a `during` that waits on what it says
+    # its stderr as it comes, for a `during` that waits on what it says: this thread is its only
+    # reader (communicate() beside it took some lines for itself and closed the pipe under it)
+    said: list[str] = []
     reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")) if proc.stderr else None, daemon=True)
     reader.start()
     deadline = time.monotonic() + seconds
@@ -82,12 +84,14 @@ def _record(
             during(said)
         time.sleep(max(0.0, deadline - time.monotonic()))
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:  # a `during` that failed (or a test's timeout) leaves no recorder running
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     reader.join(30)
+    if proc.stderr is not None:
+        proc.stderr.close()
     err = "".join(said)
     assert not crashed(err), err
     return proc.returncode, err
