@@ -1,8 +1,8 @@
 """The app's polling: one long-lived thread samples the GPUs each tick and posts one message, so
 the screen repaints once a second; the monitor polls the engine beside it (rigctl/monitor.py), and
 a tick carries whatever that poll finished. A worker per poll cost more than the poll (its state
-messages and a second repaint); see benchmarks/bench_tui.py. RigApp is this app with its screens,
-keys and serving actions."""
+messages and a second repaint); see benchmarks/bench_tui.py. ServingApp (tui/serving_actions.py) adds
+the serving actions to it, RigApp (tui/app.py) the screens and keys."""
 
 from __future__ import annotations
 
