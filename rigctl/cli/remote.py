@@ -8,10 +8,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
+from typing import BinaryIO
 
 from rigctl.config import load_settings, remote_rig
-from rigctl.errors import BadInputError, ExitCode
+from rigctl.errors import BadInputError, ExitCode, RigctlError
 from rigctl.remote.ssh import run_remote
 
 CHANGES_WHAT_SERVES = ("switch", "start", "restart", "stop")
@@ -28,6 +30,37 @@ def remote_words(argv: list[str]) -> list[str]:
     return list(argv)
 
 
+class Relay:
+    """The rig's stdout and stderr written here as they come. A connection cut mid-line leaves the
+    rig's last line open (at EOF ssh hands over what it had). Both streams are most often one
+    terminal, so a line left open on one is ended before the other writes (ssh's own "Connection
+    ... closed" comes on stderr, in either order with stdout's tail), and `end_line` ends it before
+    rigctl's own one-line error: each starts a line of its own, never the tail of the rig's."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # stderr is relayed from run_remote's reader thread
+        self.open_line: BinaryIO | None = None
+
+    def write(self, stream: BinaryIO, raw: bytes) -> None:
+        with self.lock:
+            if raw and self.open_line is not None and self.open_line is not stream:
+                self._end_open_line()
+            stream.write(raw)
+            stream.flush()  # a switch's progress shows as it happens, not at the end
+            if raw:
+                self.open_line = None if raw.endswith(b"\n") else stream
+
+    def end_line(self) -> None:
+        with self.lock:
+            self._end_open_line()
+
+    def _end_open_line(self) -> None:
+        if self.open_line is not None:
+            self.open_line.write(b"\n")
+            self.open_line.flush()
+            self.open_line = None
+
+
 def run_on_rig(argv: list[str]) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         if args.command in (None, "demo"):
@@ -38,13 +71,7 @@ def run_on_rig(argv: list[str]) -> Callable[[argparse.Namespace], int]:
         rig = remote_rig(load_settings(), args.remote_rig)
         words = remote_words(argv)
 
-        def out(raw: bytes) -> None:
-            sys.stdout.buffer.write(raw)
-            sys.stdout.buffer.flush()  # a switch's progress shows as it happens, not at the end
-
-        def err(raw: bytes) -> None:
-            sys.stderr.buffer.write(raw)
-            sys.stderr.buffer.flush()
+        relay = Relay()
 
         # Ctrl-C is ours to handle even where it came in ignored (a parent that ignores SIGINT hands
         # that on): here it means stop watching, and ssh is ended by run_remote on the way out
@@ -53,12 +80,16 @@ def run_on_rig(argv: list[str]) -> Callable[[argparse.Namespace], int]:
             done = run_remote(
                 rig,
                 words,
-                out,
-                err,
+                lambda raw: relay.write(sys.stdout.buffer, raw),
+                lambda raw: relay.write(sys.stderr.buffer, raw),
                 columns=shutil.get_terminal_size().columns,
                 stdin=None if "-" in words else subprocess.DEVNULL,
             )
+        except RigctlError:
+            relay.end_line()
+            raise
         except KeyboardInterrupt:
+            relay.end_line()
             if args.command in CHANGES_WHAT_SERVES:  # nothing here can stop it there: say so
                 print(
                     f"rigctl: stopped watching; the {args.command} goes on on rig {rig.name} (rigctl --rig {rig.name} status)",

@@ -124,3 +124,25 @@ def test_a_connection_lost_while_the_command_runs_is_one_line(link: Link) -> Non
     assert code == 1, out
     last = out.strip().splitlines()[-1]
     assert last.startswith("rigctl: rig box2 (box2): the connection dropped while the command ran there"), out
+
+
+def test_a_line_the_cut_left_open_is_ended_before_rigctls_own(link: Link) -> None:
+    """The rig's last line was cut mid-way (ssh hands over what it had at EOF): rigctl's one line
+    starts a line of its own, not the tail of the rig's. The rig's 'rigctl' prints a whole line and
+    half of the next in one write, then runs on until its session is killed."""
+    cut = link.sshd.home / "cut-rigctl"
+    cut.write_text(
+        f'#!/bin/sh\nif [ "$1" = --version ]; then echo "rigctl {__version__}"; exit 0; fi\n'
+        "printf 'a whole line\\nhalf a li'\nexec sleep 120\n"
+    )
+    cut.chmod(0o755)
+    link.name_rig(rigctl=str(cut))
+    watching = link.here.popen("--rig", "box2", "gpus", "--watch")
+    Rig.wait_for(watching, "a whole line")
+    for session in psutil.Process(link.sshd.proc.pid).children(recursive=True):
+        session.kill()
+    code, out = Rig.finish(watching, timeout=60)
+    assert code == 1, out
+    lines = out.splitlines()
+    assert "half a li" in lines, out  # the rig's bytes kept, as a line of their own
+    assert lines[-1].startswith("rigctl: rig box2 (box2): the connection dropped while the command ran there"), out
