@@ -172,7 +172,7 @@ class Rig:
     def answering(self, port: int | None = None) -> tuple[str, int] | None:
         """(served name, max_model_len) from a real GET of /v1/models, or None when nothing answers."""
         try:
-            cards = httpx.get(f"http://127.0.0.1:{port or self.port}/v1/models", timeout=2).json()["data"]
+            cards = httpx.get(f"http://127.0.0.1:{port or self.port}/v1/models", timeout=10).json()["data"]
         except (httpx.HTTPError, ValueError, KeyError):
             return None
         return cards[0]["id"], cards[0]["max_model_len"]

@@ -29,7 +29,7 @@ from tests.support.serving import UNPREDICTED_MODEL, add_profile
 
 
 def serves(port: int) -> tuple[str, int]:
-    cards = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).json()["data"]
+    cards = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=10).json()["data"]
     return cards[0]["id"], cards[0]["max_model_len"]
 
 
