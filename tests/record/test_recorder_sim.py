@@ -31,7 +31,9 @@ class RecordRig(Rig):
         self.load = LoadGenerator(self.endpoint, users=4, seed=3)
 
     def endpoint(self) -> tuple[str, str] | None:
-        record = self.record()
+        """What serves now, or None between a switch's stop and its new server's record (the load's
+        users wait then, as an owner's apps would retry)."""
+        record = self.record_if_any()
         return (f"http://127.0.0.1:{record['port']}", "qwen3.6-27b") if record else None
 
     def recorder(self, *args: str) -> subprocess.Popen[str]:
