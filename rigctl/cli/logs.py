@@ -15,6 +15,7 @@ from rigctl.errors import BadInputError
 from rigctl.files import bounded_lines, open_input
 from rigctl.redact import redact_text
 from rigctl.serve import boots
+from rigctl.serve.journal import Ending
 from rigctl.serve.launchers import launcher_for
 from rigctl.serve.serving import find_running
 from rigctl.vllm.bootlog import read_bootlog
@@ -88,12 +89,25 @@ def run_switches(args: argparse.Namespace) -> int:
         return 0
     rows = [("when", "action", "to", "outcome", "took", "drain", "verified")]
     for e in endings:
-        drain = "-" if e.finished is None else f"{e.finished} finished" + (f", {e.cut} cut" if e.cut else "")
+        drain = _drain_text(e)
         verified = "-" if e.verified is None else ("yes" if e.verified else f"FAILED {e.verify_failed or ''}".strip())
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.when))
         rows.append((when, e.action, e.target, e.status, fmt.seconds(e.seconds), drain, verified))
     print(fmt.table(rows))
     return 0
+
+
+def _drain_text(e: Ending) -> str:
+    """What the drain saw: the requests seen to finish (only the front door sees them), those cut,
+    and without a front door what vLLM's gauges said was running when it began."""
+    if e.finished is None and e.cut is None:
+        return "-"
+    said = [f"{e.finished} finished"] if e.finished is not None else []
+    if e.running is not None and e.finished is None:
+        said.append(f"{e.running} running" if e.running else "none running")
+    if e.cut or e.running:
+        said.append(f"{e.cut} cut" if e.cut else "none cut")
+    return ", ".join(said)
 
 
 def run_history(args: argparse.Namespace) -> int:

@@ -171,6 +171,7 @@ class RigCollector(Collector):
         self._add(metrics, f.LAST_SWITCH_SECONDS, (), last.seconds)
         self._add(metrics, f.LAST_DRAIN, ("finished",), last.finished)
         self._add(metrics, f.LAST_DRAIN, ("cut",), last.cut)
+        self._add(metrics, f.LAST_DRAIN, ("running",), last.running)
         if last.verified is not None:
             self._add(metrics, f.LAST_VERIFIED, (last.target, (last.verify_failed or "")[:120]), 1.0 if last.verified else 0.0)
 

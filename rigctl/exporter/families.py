@@ -75,7 +75,8 @@ LAST_SWITCH_SECONDS = Family(
 LAST_DRAIN = Family(
     "rigctl_last_switch_drain_requests",
     "gauge",
-    "Requests the last switch's drain let finish (result=finished) and those its stop cut (result=cut)",
+    "Requests of the last switch's drain: seen to finish through the front door (result=finished), running or waiting "
+    "by vLLM's gauges when it began (result=running), still running when the server stopped (result=cut)",
     ("result",),
 )
 LAST_VERIFIED = Family(

@@ -1,6 +1,6 @@
 """Every serving action's ending, one JSON line each (switches.jsonl in the state dir): what the
-exporter counts by outcome and says of the last switch (when, how it ended, what its drain let
-finish or cut, what its verification found). Written by the process that acted, under the rig
+exporter counts by outcome and says of the last switch (when, how it ended, what its drain saw
+running and cut, what its verification found). Written by the process that acted, under the rig
 lock; bounded by a rewrite that keeps the newer half."""
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ class Ending:
     status: SwitchStatus
     target: str  # the profile switched to (a stop: the one stopped)
     seconds: float
-    finished: int | None = None  # requests the drain let finish before the stop (None: no drain)
-    cut: int | None = None  # requests still running when the server stopped
+    finished: int | None = None  # requests seen to finish during the drain (None: nothing saw them: no front door)
+    cut: int | None = None  # requests still running when the server stopped (None: no drain, or unknown)
+    running: int | None = None  # requests running or waiting when the drain began, by vLLM's gauges
     verified: bool | None = None  # the new boot's verification passed (None: not verified, or no boot)
     verify_failed: str | None = None  # the check that failed, as the verification said it
 
@@ -57,8 +58,9 @@ def ending_of(
         status=status,
         target=target,
         seconds=round(now - began, 3),
-        finished=drained.at_start - drained.left if known and drained is not None else None,
+        finished=None,  # vLLM's gauges see no request end; the front door's count comes with it
         cut=drained.left if known and drained is not None else None,
+        running=drained.at_start if known and drained is not None else None,
         verified=verification.ok if checked and verification is not None else None,
         verify_failed=f"{failure.name}: {failure.detail}" if failure is not None else None,
     )

@@ -206,7 +206,7 @@ def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds:
         return Drained(left or 0, left or 0, 0.0, known=left is not None)
     ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
     done = drain_requests(record.base_url, api_key, deadline, lambda text: ctx.say("phase", text, record.profile))
-    ctx.say("warning" if done.left else "phase", done.describe(deadline), record.profile)
+    ctx.say("warning" if done.left else "phase", done.describe(), record.profile)
     return done
 
 

@@ -42,9 +42,10 @@ def test_each_action_leaves_its_ending(ctx: ServeContext, profiles: Path, port: 
     assert first.verified is True and first.verify_failed is None  # the chat check passed
     assert first.finished is None and first.cut is None  # nothing served before it: no drain
     assert failed.verified is None  # its boot never got to the verification
-    assert failed.finished == 0 and failed.cut == 0  # good was idle: the drain found nothing running
-    assert refused.finished is None  # refused before the drain
-    assert stopped.finished == 0 and stopped.cut == 0
+    assert failed.running == 0 and failed.cut == 0  # good was idle: the drain found nothing running
+    assert failed.finished is None  # without the front door nothing sees a request finish
+    assert refused.running is None and refused.cut is None  # refused before the drain
+    assert stopped.running == 0 and stopped.cut == 0
     assert all(e.seconds >= 0 for e in endings) and endings == sorted(endings, key=lambda e: e.when)
     assert journal_file().stat().st_mode & 0o777 == 0o600
 
@@ -52,7 +53,7 @@ def test_each_action_leaves_its_ending(ctx: ServeContext, profiles: Path, port: 
 def test_an_ending_says_what_the_drain_and_the_verification_found() -> None:
     failed = Verification(checks=(Check("chat", True, "ok"), Check("tools", False, "no tool call came back")))
     ending = ending_of("switch", "rolled_back", "alt", time.time() - 3, Drained(5, 2, 30.0), failed)
-    assert (ending.finished, ending.cut) == (3, 2)
+    assert (ending.running, ending.cut, ending.finished) == (5, 2, None)  # the gauges never say which finished
     assert ending.verified is False and ending.verify_failed == "tools: no tool call came back"
     skipped = ending_of(
         "switch", "switched", "alt", time.time(), Drained(0, 0, 0, known=False), Verification(skipped="--no-verify")

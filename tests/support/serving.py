@@ -75,6 +75,34 @@ class LongRequest(threading.Thread):
         self.started.set()
 
 
+class ShortRequests(threading.Thread):
+    """An app's short requests, one after another until `stop`: how many were answered."""
+
+    def __init__(self, port: int, tokens: int = 4) -> None:
+        super().__init__(daemon=True)
+        self.port, self.tokens = port, tokens
+        self.stop = threading.Event()
+        self.answered = threading.Event()  # set at the first answer
+        self.count = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        body = {"model": "qwen3.6-27b", "prompt": "hi", "max_tokens": self.tokens}
+        while not self.stop.is_set():
+            try:
+                answer = httpx.post(f"http://127.0.0.1:{self.port}/v1/completions", json=body, timeout=60)
+            except httpx.HTTPError as exc:
+                self.errors.append(str(exc) or type(exc).__name__)
+                self.stop.wait(0.2)
+                continue
+            if answer.status_code == 200:
+                self.count += 1
+                self.answered.set()
+            else:
+                self.errors.append(f"HTTP {answer.status_code}")
+            self.stop.wait(0.2)
+
+
 def rigctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """rigctl as a separate process, as an owner over SSH or a cron job runs it."""
     return subprocess.run([sys.executable, "-m", "rigctl", *args], env=env, capture_output=True, text=True, timeout=120)
