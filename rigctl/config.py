@@ -83,6 +83,10 @@ class Settings:
     # [exporter]: rigctl exporter, for the owner's Prometheus
     exporter_listen: str = "127.0.0.1:9477"  # a port of rigctl's own; loopback unless --listen says otherwise
     exporter_rig: str = ""  # the `rig` label; empty: the hostname
+    # [gateway]: rigctl gateway, the front door the apps use (docs: README "The front door")
+    gateway_listen: str = ""  # empty: the served (else last good) profile's port, on 127.0.0.1
+    gateway_hold_s: float = 600.0  # s a request may wait at the door through a switch (then 503 + Retry-After)
+    gateway_hold_requests: int = 1024  # requests held at once at most
     rigs: tuple[RemoteRig, ...] = ()  # [rigs.NAME]: rigs driven over SSH (`rigctl --rig NAME ...`)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -123,6 +127,7 @@ LAYOUT: dict[str, dict[str, str]] = {
     },
     "supervise": {"restart": "supervise_restart", "max_restarts": "supervise_max_restarts"},
     "exporter": {"listen": "exporter_listen", "rig": "exporter_rig"},
+    "gateway": {"listen": "gateway_listen", "hold_s": "gateway_hold_s", "hold_requests": "gateway_hold_requests"},
     "record": {
         "interval": "record_interval",
         "warmup_s": "record_warmup",
@@ -165,7 +170,9 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         return value
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**40:
-            raise BadInputError(f"{where}: must be a whole number" + ("" if name.startswith("supervise_") else " of tokens"))
+            raise BadInputError(
+                f"{where}: must be a whole number" + ("" if name.startswith(("supervise_", "gateway_")) else " of tokens")
+            )
         return value
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:

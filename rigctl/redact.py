@@ -122,3 +122,13 @@ _CHEAP = re.compile(r"key|token|secret|passw|credential|authoriz|bearer", re.IGN
 def _maybe_secret(text: str) -> bool:
     """A cheap test first: the dashboard's log tail passes every line through here."""
     return bool(_CHEAP.search(text))
+
+
+def without_userinfo(url: str) -> str:
+    """The URL as it is printed or written anywhere: a user:password in it is not."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from rigctl.cli import common
 from rigctl.errors import BadInputError, RigctlError
 from rigctl.fmt import seconds
+from rigctl.redact import without_userinfo
 
 if TYPE_CHECKING:
     from rigctl.capture.proxy import CaptureCounts, CaptureProxy
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     upstream, _, _ = common.served_endpoint(args.to, flag="--to")
     if not upstream.startswith(("http://", "https://")):
         raise BadInputError(f"--to {upstream!r}: give the server's base URL, e.g. http://127.0.0.1:8000")
-    shown = _without_userinfo(upstream)
+    shown = without_userinfo(upstream)
     trace = TraceFile(args.out, shown, time.time())
 
     def said(exchange: Exchange) -> None:
@@ -129,13 +130,3 @@ async def _serve(proxy: CaptureProxy, host: str, port: int, duration_s: float | 
         )
 
     return await proxy.serve(host, port, ready, duration_s, cut)
-
-
-def _without_userinfo(url: str) -> str:
-    """The URL as it is printed and written in the trace's header: a user:password in it is not."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

@@ -22,6 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bootlog": ("logs", "read a vLLM log: phases, KV pool, and why a boot failed"),
     "metrics": ("metrics", "engine figures from vLLM's /metrics: KV, prefix cache, tok/s, latency"),
     "bench": ("bench", "a gated control-candidate-control benchmark between two profiles; report, list"),
+    "gateway": (
+        "gateway",
+        "the front door: the apps' one address; holds requests through a switch, counts them exactly",
+    ),
     "capture": ("capture", "a pass-through proxy before vLLM that keeps the apps' requests as a trace the bench replays"),
     "fit": ("fit", "will a profile fit, its KV pool, and TP or DP for this rig (predicted, vLLM's arithmetic)"),
     "watch": ("watch", "the rig's service: keeps the record, judges the alerts, restarts a dead engine ([supervise])"),

@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.config import load_settings
     from rigctl.errors import NoDriverError
     from rigctl.exporter.collector import RigCollector
-    from rigctl.exporter.server import is_loopback, make_exporter, parse_listen
+    from rigctl.exporter.server import make_exporter
+    from rigctl.listen import is_loopback, parse_listen
 
     settings = load_settings()
     if args.rules or args.grafana:

@@ -105,8 +105,12 @@ def _drain_text(e: Ending) -> str:
     said = [f"{e.finished} finished"] if e.finished is not None else []
     if e.running is not None and e.finished is None:
         said.append(f"{e.running} running" if e.running else "none running")
-    if e.cut or e.running:
+    if e.cut or e.running or e.finished is not None:
         said.append(f"{e.cut} cut" if e.cut else "none cut")
+    if e.held is not None:
+        said.append(f"{e.held} held" + (f" up to {fmt.seconds(e.held_longest_s)}" if e.held else ""))
+    if e.refused:
+        said.append(f"{e.refused} refused")
     return ", ".join(said)
 
 

@@ -4,33 +4,13 @@ otherwise on the command line."""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-from rigctl.errors import BadInputError
 from rigctl.exporter.collector import RigCollector
-
-
-def parse_listen(text: str, where: str) -> tuple[str, int]:
-    """HOST:PORT ([v6]:PORT for IPv6) -> (host, port); BadInputError naming `where` otherwise."""
-    host, sep, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise BadInputError(f"{where}: {text!r} is not HOST:PORT (e.g. 127.0.0.1:9477)")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name: it may resolve to anything
 
 
 class _QuietHandler(WSGIRequestHandler):

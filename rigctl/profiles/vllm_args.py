@@ -135,3 +135,30 @@ def launch(profile: Profile, settings: ResolvedSettings, vllm_command: tuple[str
         served_names=tuple(str(n) for n in (names if isinstance(names, list) else [names])),
         secret_values=tuple(secrets),
     )
+
+
+def moved_to(spec: LaunchSpec, port: int) -> LaunchSpec:
+    """The same launch on 127.0.0.1:`port`: behind the front door, which takes the profile's own
+    address for the apps. The profile's --host and --port (either spelling) give way; nothing else
+    in the argv changes."""
+    argv: list[str] = []
+    skip = False
+    for arg in spec.argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--host", "--port"):
+            skip = True
+            continue
+        if arg.startswith(("--host=", "--port=")):
+            continue
+        argv.append(arg)
+    argv += ["--host", DEFAULT_HOST, "--port", str(port)]
+    return LaunchSpec(
+        argv=tuple(argv),
+        env=spec.env,
+        host=DEFAULT_HOST,
+        port=port,
+        served_names=spec.served_names,
+        secret_values=spec.secret_values,
+    )

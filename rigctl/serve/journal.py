@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from rigctl import jsonio, paths
 from rigctl.atomic import write_text_atomic
+from rigctl.gateway.hold import AppsSeen
 from rigctl.serve.drain import Drained
 from rigctl.serve.verify import Verification
 
@@ -32,6 +33,9 @@ class Ending:
     finished: int | None = None  # requests seen to finish during the drain (None: nothing saw them: no front door)
     cut: int | None = None  # requests still running when the server stopped (None: no drain, or unknown)
     running: int | None = None  # requests running or waiting when the drain began, by vLLM's gauges
+    held: int | None = None  # requests the front door held through it (None: no front door)
+    held_longest_s: float | None = None  # the longest any of them waited
+    refused: int | None = None  # requests the front door answered 503 (a bound, the deadline, nothing serving)
     verified: bool | None = None  # the new boot's verification passed (None: not verified, or no boot)
     verify_failed: str | None = None  # the check that failed, as the verification said it
 
@@ -46,6 +50,7 @@ def ending_of(
     began: float,
     drained: Drained | None,
     verification: Verification | None,
+    apps: AppsSeen | None = None,
 ) -> Ending:
     """The ending of an action that began at `began`, with what its drain and verification found."""
     checked = verification is not None and not verification.skipped
@@ -58,9 +63,13 @@ def ending_of(
         status=status,
         target=target,
         seconds=round(now - began, 3),
-        finished=None,  # vLLM's gauges see no request end; the front door's count comes with it
-        cut=drained.left if known and drained is not None else None,
+        # vLLM's gauges see no request end: only the front door counts the finished ones
+        finished=apps.finished if apps is not None else None,
+        cut=(apps.cut + apps.bypass_cut) if apps is not None else (drained.left if known and drained is not None else None),
         running=drained.at_start if known and drained is not None else None,
+        held=apps.held if apps is not None else None,
+        held_longest_s=apps.longest_s if apps is not None else None,
+        refused=apps.refused if apps is not None else None,
         verified=verification.ok if checked and verification is not None else None,
         verify_failed=f"{failure.name}: {failure.detail}" if failure is not None else None,
     )

@@ -17,7 +17,7 @@ from rigctl.files import own_path_problem
 from rigctl.gpu.model import GpuProcess, GpuSample
 from rigctl.profiles.settings import Setting, gpus_needed
 from rigctl.profiles.vllm_args import LaunchSpec
-from rigctl.serve import discover
+from rigctl.serve import discover, front_door
 from rigctl.serve.statefiles import ServerRecord
 from rigctl.serve.steps import ServeContext
 from rigctl.units import GIB
@@ -51,7 +51,8 @@ def after_lock(
     ctx: ServeContext, spec: LaunchSpec, settings: dict[str, Setting], running: ServerRecord | None, force: bool
 ) -> Refusal | None:
     """Checks against what runs now, made under the lock (a queued switch sees the present)."""
-    if not (running and running.port == spec.port):
+    # behind a front door vLLM gets a free internal port at its boot; the profile's is the door's
+    if not (running and running.port == spec.port) and not front_door.runs():
         holder = discover.holder(spec.port)
         if holder:
             return Refusal(f"port {spec.port} is held by {holder}")

@@ -28,7 +28,7 @@ from rigctl.profiles.settings import ResolvedSettings
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
-from rigctl.serve import boots
+from rigctl.serve import boots, front_door
 from rigctl.serve.bootwatch import BootResult, Event, EventKind, not_started, watch_boot
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
@@ -189,6 +189,7 @@ def boot(
     `verify_decides` False (a rollback: what served before is better than nothing): a failed
     verification is a warning, and the server stays."""
     ctx.say("step", f"starting {profile.name}", profile.name)
+    spec = front_door.behind_door(spec)
     ctx.say("command", spec.display(), profile.name)
     with no_interrupt():
         try:

@@ -9,14 +9,17 @@ time budget, and report both. The state file never says "switching" once this re
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
 
 from rigctl.errors import ExitCode, StopFailed
+from rigctl.gateway.control import ControlError, DoorClient
+from rigctl.gateway.hold import AppsSeen
 from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
-from rigctl.serve import preflight
+from rigctl.serve import front_door, preflight
 from rigctl.serve.bootwatch import BootResult, not_started
 from rigctl.serve.drain import Drained, in_flight
 from rigctl.serve.drain import drain as drain_requests
@@ -48,6 +51,7 @@ class SwitchOutcome:
     attempt: BootResult | None = None
     rollback: BootResult | None = None
     rollback_profile: str | None = None
+    apps: AppsSeen | None = None  # what the apps saw through the front door (None: no door)
 
 
 def _state(
@@ -141,12 +145,58 @@ def switch(
 
 def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> SwitchOutcome:
     began = time.time()
-    outcome, drained = _switch(ctx, target, options, began)
+    door = _Door()
+    try:
+        outcome, drained = _switch(ctx, target, options, began, door)
+    finally:
+        apps = door.release(ctx, target)
+    outcome = _with_apps(outcome, apps)
     _journal(ctx, "bench" if options.fallback else "switch", outcome, drained, began)
     return outcome
 
 
-def _switch(ctx: ServeContext, target: str, options: SwitchOptions, began: float) -> tuple[SwitchOutcome, Drained | None]:
+class _Door:
+    """The front door through one transaction: held from before the drain to the end, whatever
+    the end is (a switch, a rollback, a failure, a refusal under the lock, Ctrl-C); released to
+    what serves then. Its channel closing (this process killed) releases it too."""
+
+    def __init__(self) -> None:
+        self.client: DoorClient | None = None
+        self.in_flight = 0
+        self.drain: front_door.DoorDrain | None = None
+
+    def hold(self, ctx: ServeContext, profile: str | None) -> None:
+        client = front_door.find()
+        if client is None:
+            return
+        try:
+            self.in_flight = client.hold()
+        except ControlError as exc:
+            client.close()
+            ctx.say("warning", f"the front door could not be told to hold ({exc}): the apps may see the switch", profile)
+            return
+        self.client = client
+        ctx.say("phase", f"the front door holds new requests ({self.in_flight} in flight through it)", profile)
+
+    def release(self, ctx: ServeContext, target: str) -> AppsSeen | None:
+        client, self.client = self.client, None
+        seen = front_door.release(client, lambda text: ctx.say("warning", text, target))
+        if seen is not None and self.drain is not None:
+            # the door counted its own; vLLM's gauges saw the clients that bypass it
+            bypass_cut = max(0, self.drain.gauges.left - self.drain.door_cut) if self.drain.gauges.known else 0
+            seen = dataclasses.replace(seen, bypass_cut=bypass_cut)
+        return seen
+
+
+def _with_apps(outcome: SwitchOutcome, apps: AppsSeen | None) -> SwitchOutcome:
+    if apps is None:
+        return outcome
+    return dataclasses.replace(outcome, message=f"{outcome.message}\n{apps.describe()}", apps=apps)
+
+
+def _switch(
+    ctx: ServeContext, target: str, options: SwitchOptions, began: float, door: _Door
+) -> tuple[SwitchOutcome, Drained | None]:
     drained: Drained | None = None
     prepared = options.prepared or prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
     spec = prepared.spec
@@ -171,9 +221,10 @@ def _switch(ctx: ServeContext, target: str, options: SwitchOptions, began: float
                     f"config.toml makes a switch that drops it fail instead)",
                     target,
                 )
+        door.hold(ctx, record.profile if record else target)
         if record is not None and running.launcher is not None:
             try:
-                drained = _drain(ctx, record, running.launcher, options.drain)
+                drained = _drain(ctx, record, running.launcher, options.drain, door)
             except KeyboardInterrupt:
                 return _refused(ctx, target, "Ctrl-C while the running requests finished", record.profile), drained
         state = _previous_state(ctx)
@@ -194,18 +245,40 @@ def _switch(ctx: ServeContext, target: str, options: SwitchOptions, began: float
             return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message), drained
 
 
-def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds: float | None) -> Drained:
+def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds: float | None, door: _Door) -> Drained:
     """Let what runs on the server finish before it stops (none of it, with --no-drain): what
-    finished and what was cut, for the journal."""
+    vLLM's gauges saw running and cut, for the journal; through a front door, its exact count too."""
     deadline = ctx.settings.drain_timeout if seconds is None else seconds
     api_key = launcher.api_key(record)
     if deadline <= 0:
         left = in_flight(record.base_url, api_key)
-        if left:
-            ctx.say("warning", f"--no-drain: {left} request(s) running or waiting on {record.profile} are cut", record.profile)
-        return Drained(left or 0, left or 0, 0.0, known=left is not None)
+        cut = door.client.cut() if door.client is not None else 0
+        if left or cut:
+            ctx.say(
+                "warning",
+                f"--no-drain: {max(left or 0, cut)} request(s) running or waiting on {record.profile} are cut",
+                record.profile,
+            )
+        door.drain = front_door.DoorDrain(Drained(left or 0, left or 0, 0.0, known=left is not None), door.in_flight, cut)
+        return door.drain.gauges
     ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
-    done = drain_requests(record.base_url, api_key, deadline, lambda text: ctx.say("phase", text, record.profile))
+    say = lambda text: ctx.say("phase", text, record.profile)  # noqa: E731 - one line, used twice
+    if door.client is not None:
+        door.drain = front_door.drain(door.client, door.in_flight, record.base_url, api_key, deadline, say)
+        done = door.drain.gauges
+        if door.drain.door_cut:
+            ctx.say(
+                "warning",
+                f"{door.drain.door_cut} request(s) through the front door still running after {deadline:g} s: cut",
+                record.profile,
+            )
+        elif door.in_flight:
+            ctx.say("phase", f"nothing in flight through the front door ({door.in_flight} request(s) were)", record.profile)
+        bypass = max(0, done.left - door.drain.door_cut)
+        if bypass:
+            ctx.say("warning", f"{bypass} request(s) of clients that bypass the front door still running: cut", record.profile)
+        return done
+    done = drain_requests(record.base_url, api_key, deadline, say)
     ctx.say("warning" if done.left else "phase", done.describe(), record.profile)
     return done
 
@@ -214,7 +287,7 @@ def _journal(ctx: ServeContext, action: Action, outcome: SwitchOutcome, drained:
     """Add the ending to the journal; a journal that cannot be written is said, never raised."""
     verification = outcome.attempt.verification if outcome.attempt else None
     try:
-        append_ending(ending_of(action, outcome.status, outcome.target, began, drained, verification))
+        append_ending(ending_of(action, outcome.status, outcome.target, began, drained, verification, outcome.apps))
     except OSError as exc:
         ctx.say("warning", f"the switch journal could not be written ({exc.strerror or exc}): the exporter's counts lag")
 
@@ -347,13 +420,18 @@ def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
     """Stop the server rigctl started, once its running requests have finished (`drain` as for a
     switch)."""
     began = time.time()
-    outcome, drained = _stop(ctx, drain)
+    door = _Door()
+    try:
+        outcome, drained = _stop(ctx, drain, door)
+    finally:
+        apps = door.release(ctx, "")
+    outcome = _with_apps(outcome, apps)
     if outcome.target:  # "nothing was running" is no ending of anything
         _journal(ctx, "stop", outcome, drained, began)
     return outcome
 
 
-def _stop(ctx: ServeContext, drain: float | None) -> tuple[SwitchOutcome, Drained | None]:
+def _stop(ctx: ServeContext, drain: float | None, door: _Door) -> tuple[SwitchOutcome, Drained | None]:
     drained: Drained | None = None
     with RigLock("stop", ctx.settings.lock_wait):
         running = find_running(ctx.settings, ctx.launcher)  # under the lock: never a switch's half-state
@@ -365,8 +443,9 @@ def _stop(ctx: ServeContext, drain: float | None) -> tuple[SwitchOutcome, Draine
         if not record or not launcher:
             _state(ctx, "stopped", None, last_good, "nothing was running")
             return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running"), drained
+        door.hold(ctx, record.profile)
         try:
-            drained = _drain(ctx, record, launcher, drain)
+            drained = _drain(ctx, record, launcher, drain, door)
         except KeyboardInterrupt:
             message = f"not stopped: Ctrl-C while the running requests finished; {record.profile} keeps serving"
             return SwitchOutcome("refused", record.profile, ExitCode.FAILURE, message), drained

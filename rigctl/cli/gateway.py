@@ -1,0 +1,178 @@
+"""rigctl gateway: the rig's front door, the one address the apps use. Run alone (a systemd unit of
+its own): it forwards to the vLLM rigctl serves, holds the apps' requests through a switch, and
+counts the requests in flight exactly. `--to URL` stands it in front of any OpenAI-compatible
+server instead (no control channel: nothing switches behind it)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rigctl.cli import common
+from rigctl.errors import BadInputError, RigctlError
+from rigctl.redact import without_userinfo
+
+API_KEY_ENV = "RIGCTL_GATEWAY_API_KEY"
+
+
+def register(sub: common.Subparsers) -> None:
+    p = common.add_command(sub, "gateway")
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="where the apps connect (default: [gateway] listen, else 127.0.0.1 and the served profile's port)",
+    )
+    p.add_argument("--to", metavar="URL", help="stand in front of this server instead of the one rigctl serves")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="listen beyond loopback; then every request must carry the key of --api-key-file or $" + API_KEY_ENV,
+    )
+    p.add_argument("--api-key-file", type=Path, metavar="FILE", help="the key the apps must send (a file of mode 0600)")
+    p.add_argument("--grace", type=float, default=30.0, metavar="S", help="at a stop, seconds the answers in flight get (30)")
+    p.add_argument("--status", action="store_true", help="what the rig's front door sees now: in flight, held, by client")
+    common.add_json_flag(p)
+    p.set_defaults(handler=run)
+
+
+def say(text: str) -> None:
+    print(f"rigctl gateway: {text}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rigctl.config import load_settings
+    from rigctl.gateway.control import ControlError, socket_path
+    from rigctl.gateway.door import split_upstream
+    from rigctl.gateway.hold import HoldBounds
+    from rigctl.gateway.run import DoorPlan
+    from rigctl.gateway.run import run as run_door
+    from rigctl.listen import is_loopback, parse_listen, shown
+    from rigctl.serve.front_door import served_url
+
+    if args.status:
+        return _status(args)
+    settings = load_settings()
+    if args.grace < 0:
+        raise BadInputError("--grace must be a number of seconds, 0 or more")
+    if args.listen:
+        host, port = parse_listen(args.listen, "--listen")
+    elif settings.gateway_listen:
+        host, port = parse_listen(settings.gateway_listen, f"{settings.sources.get('gateway_listen', 'config')}: gateway.listen")
+    else:
+        host, port = "127.0.0.1", _profile_port(settings)
+    remote = not is_loopback(host)
+    if remote and not args.allow_remote:
+        raise BadInputError(
+            f"refusing to open the rig to {host}: the front door listens on loopback unless --allow-remote says "
+            "otherwise (and then an API key is required)"
+        )
+    api_key = _api_key(args.api_key_file) if (remote or args.api_key_file) else None
+    if remote and api_key is None:
+        raise BadInputError(f"--allow-remote needs the key the apps must send: --api-key-file FILE (mode 0600) or ${API_KEY_ENV}")
+    if args.to:
+        try:
+            (to_host, to_port), _ = split_upstream(args.to)
+        except ValueError as exc:
+            raise BadInputError(f"--to: give the server's base URL, e.g. http://127.0.0.1:8000 ({exc})") from None
+        if to_port == port and (to_host == host or (is_loopback(to_host) and is_loopback(host)) or host in ("0.0.0.0", "::")):
+            raise BadInputError(f"--to points at the front door itself ({shown(host, port)}): it would forward to itself")
+        url: str = args.to
+
+        def fixed() -> str | None:
+            return url
+
+        resolve, control = fixed, None
+        behind = without_userinfo(url)
+    else:
+        resolve, control = served_url(), socket_path()
+        behind = "the vLLM rigctl serves (its internal port, from the server record)"
+    plan = DoorPlan(
+        host=host,
+        port=port,
+        resolve=resolve,
+        bounds=HoldBounds(seconds=settings.gateway_hold_s, requests=settings.gateway_hold_requests),
+        api_key=api_key,
+        control=control,
+        grace_s=args.grace,
+        wait_for_port=control is not None,
+    )
+
+    def ready(bound: int) -> None:
+        say(f"the apps' address: http://{shown(host, bound)} -> {behind}")
+        if remote:
+            say(f"listening beyond loopback ({host}): every request must carry the API key")
+
+    try:
+        cut = run_door(plan, say, ready)
+    except ControlError as exc:
+        raise RigctlError(str(exc)) from None
+    except OSError as exc:
+        raise RigctlError(f"cannot listen on {shown(host, port)}: {exc.strerror or exc}") from None
+    say("stopped" + (f": {cut} answer(s) still running were cut" if cut else ""))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from rigctl.gateway.control import ControlError, find
+
+    door = find()
+    if door is None:
+        raise RigctlError("no front door runs on this rig (start one: rigctl gateway)")
+    try:
+        status = door.status()
+    except ControlError as exc:
+        raise RigctlError(str(exc)) from None
+    finally:
+        door.close()
+    if args.json:
+        common.print_json(status)
+        return 0
+    counts = status.get("counts") if isinstance(status.get("counts"), dict) else {}
+    print(f"front door (pid {status.get('pid')}) on {status.get('listen')} -> {status.get('upstream') or 'nothing serves'}")
+    print(f"in flight {status.get('in_flight')}, held {status.get('held')}" + (" (holding)" if status.get("holding") else ""))
+    print("since it opened: " + ", ".join(f"{v} {k}" for k, v in (counts or {}).items()))
+    clients = status.get("clients")
+    if isinstance(clients, dict) and clients:
+        print("by client: " + ", ".join(f"{k} {v}" for k, v in sorted(clients.items(), key=lambda kv: -int(kv[1]))))
+    return 0
+
+
+def _profile_port(settings: object) -> int:
+    """The port of the profile that serves, else the last good one: where the apps point now."""
+    from rigctl.jsonio import DamagedFile
+    from rigctl.profiles.schema import ProfileError
+    from rigctl.profiles.store import ProfileStore
+    from rigctl.profiles.vllm_args import DEFAULT_PORT
+    from rigctl.serve.statefiles import read_state
+
+    try:
+        state = read_state()
+    except DamagedFile:
+        state = None
+    name = (state.profile or state.last_good) if state else None
+    if not name:
+        raise RigctlError("no profile has served here yet, so the apps' port is unknown: give --listen 127.0.0.1:PORT")
+    try:
+        profile = ProfileStore().load(name)
+    except ProfileError as exc:
+        raise RigctlError(f"the apps' port comes from profile {name}, which cannot be read ({exc}): give --listen") from None
+    port = profile.vllm.get("port", DEFAULT_PORT)
+    return int(port) if isinstance(port, int) and not isinstance(port, bool) else DEFAULT_PORT
+
+
+def _api_key(path: Path | None) -> str | None:
+    """The key from a file only its owner reads, or the environment; never argv (ps shows argv)."""
+    if path is None:
+        return os.environ.get(API_KEY_ENV) or None
+    try:
+        st = path.stat()
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise BadInputError(f"{path}: {exc.strerror or exc}") from None
+    if st.st_mode & 0o077:
+        raise BadInputError(f"{path}: readable by others (mode {st.st_mode & 0o777:o}); chmod 600 it")
+    if not text:
+        raise BadInputError(f"{path}: empty")
+    return text

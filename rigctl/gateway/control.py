@@ -1,0 +1,203 @@
+"""The control channel: how a switch (CLI, TUI, the watch service's supervisor, a bench arm) tells
+the front door to hold, waits for its drain, cuts, and releases. A Unix socket, mode 0600, in the
+state dir: never TCP, so only the owner's own processes reach it. One JSON object a line each way.
+
+A hold belongs to the connection that asked for it: if that process dies mid-switch (a SIGKILL, a
+lost SSH session), the door releases its held requests to whatever serves then, rather than
+holding them to their deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from rigctl import paths
+from rigctl.gateway.door import Gateway
+from rigctl.gateway.hold import AppsSeen
+
+LINE_LIMIT = 64 * 1024
+
+
+def socket_path() -> Path:
+    return paths.state_dir() / "gateway.sock"
+
+
+class ControlError(Exception):
+    """The door did not answer as it should (it died, or the socket is not a door's)."""
+
+
+# -- the door's side
+class ControlServer:
+    def __init__(self, door: Gateway, listen: str) -> None:
+        self.door, self.listen = door, listen
+        self.holder: asyncio.StreamWriter | None = None
+        self.server: asyncio.AbstractServer | None = None
+
+    async def start(self, path: Path) -> None:
+        _make_room(path)
+        old = os.umask(0o177)
+        try:
+            self.server = await asyncio.start_unix_server(self._client, path=str(path), limit=LINE_LIMIT)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while line := await reader.readline():
+                try:
+                    ask = json.loads(line)
+                    answer = await self._answer(ask if isinstance(ask, dict) else {}, writer)
+                except ValueError:
+                    answer = {"error": "not a JSON object"}
+                writer.write(json.dumps(answer).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.LimitOverrunError, ValueError):
+            pass
+        finally:
+            if self.holder is writer:  # its switch is gone mid-hold: release to what serves now
+                self.holder = None
+                self.door.end_hold()
+            writer.close()
+
+    async def _answer(self, ask: dict[str, Any], writer: asyncio.StreamWriter) -> dict[str, Any]:
+        op = ask.get("op")
+        door = self.door
+        if op == "status":
+            return {"pid": os.getpid(), "listen": self.listen, **door.status()}
+        if op == "hold":
+            if self.holder is not None and self.holder is not writer:
+                return {"error": "another switch holds the door"}
+            self.holder = writer
+            return {"in_flight": door.begin_hold()}
+        if op == "wait":
+            seconds = ask.get("seconds")
+            return {"in_flight": await door.wait_idle(float(seconds) if isinstance(seconds, (int, float)) else 0.0)}
+        if op == "cut":
+            return {"cut": door.cut()}
+        if op == "release":
+            if self.holder is not writer:
+                return {"error": "this connection holds nothing"}
+            self.holder = None
+            return {"apps": door.end_hold().to_json()}
+        return {"error": f"unknown op {op!r}"}
+
+
+def _make_room(path: Path) -> None:
+    """The socket's place, free: a socket a dead door left is removed; a live door's is refused."""
+    paths.ensure_private_dir(path.parent)
+    if path.exists() or path.is_symlink():
+        if _answers(path):
+            raise ControlError(f"{path}: a front door already runs on this rig (`rigctl gateway --status`)")
+        path.unlink()
+
+
+def _answers(path: Path) -> bool:
+    with contextlib.suppress(OSError, ControlError), DoorClient(path, timeout=2.0) as client:
+        client.ask({"op": "status"})
+        return True
+    return False
+
+
+# -- a switch's side
+class DoorClient:
+    """A blocking client of the control channel (a switch runs in a thread of its own)."""
+
+    def __init__(self, path: Path, timeout: float = 5.0) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(str(path))
+        except OSError:
+            self.sock.close()
+            raise
+        self._buffer = b""
+
+    def __enter__(self) -> DoorClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def ask(self, ask: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        if timeout is not None:
+            self.sock.settimeout(timeout)
+        try:
+            self.sock.sendall(json.dumps(ask).encode() + b"\n")
+            while b"\n" not in self._buffer:
+                data = self.sock.recv(65536)
+                if not data:
+                    raise ControlError(f"{self.path}: the front door closed the control channel")
+                self._buffer += data
+                if len(self._buffer) > LINE_LIMIT:
+                    raise ControlError(f"{self.path}: not a front door's answer")
+        except OSError as exc:
+            raise ControlError(f"{self.path}: the front door did not answer ({exc.strerror or exc})") from None
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise ControlError(f"{self.path}: not a front door's answer") from None
+        if not isinstance(answer, dict):
+            raise ControlError(f"{self.path}: not a front door's answer")
+        if "error" in answer:
+            raise ControlError(f"the front door: {answer['error']}")
+        return answer
+
+    def status(self) -> dict[str, Any]:
+        return self.ask({"op": "status"})
+
+    def hold(self) -> int:
+        return _count(self.ask({"op": "hold"}), "in_flight")
+
+    def wait(self, seconds: float) -> int:
+        return _count(self.ask({"op": "wait", "seconds": seconds}, timeout=seconds + 5.0), "in_flight")
+
+    def cut(self) -> int:
+        return _count(self.ask({"op": "cut"}), "cut")
+
+    def release(self) -> AppsSeen:
+        seen = self.ask({"op": "release"}).get("apps")
+        if not isinstance(seen, dict):
+            raise ControlError(f"{self.path}: not a front door's answer")
+        try:
+            return AppsSeen(**{k: v for k, v in seen.items() if k in AppsSeen.__dataclass_fields__})
+        except TypeError:
+            raise ControlError(f"{self.path}: not a front door's answer") from None
+
+
+def _count(answer: dict[str, Any], key: str) -> int:
+    value = answer.get(key)
+    if not isinstance(value, int):
+        raise ControlError(f"not a front door's answer (no {key})")
+    return value
+
+
+def find(path: Path | None = None) -> DoorClient | None:
+    """The rig's front door, connected, when one runs (None: no door; the switch goes as before)."""
+    path = path or socket_path()
+    if not path.exists():
+        return None
+    try:
+        client = DoorClient(path)
+    except OSError:
+        return None
+    try:
+        client.status()
+    except ControlError:
+        client.close()
+        return None
+    return client

@@ -1,0 +1,124 @@
+"""The hold: while a switch stops one engine and boots the next, new requests wait at the door in
+arrival order instead of meeting a refused connection. Bounded by count, by the bytes the door
+keeps for them, and by time; past a bound a request is answered 503 with Retry-After at once.
+Pure asyncio bookkeeping: nothing here reads or writes a socket."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rigctl import fmt
+
+
+@dataclass(frozen=True)
+class HoldBounds:
+    seconds: float = 600.0  # an app's own timeout is often 600 s (the openai SDK's default)
+    requests: int = 1024
+    bytes: int = 256 * 1024 * 1024  # what the door keeps of held bodies (each read up to HELD_READ)
+
+
+@dataclass(frozen=True)
+class AppsSeen:
+    """What the apps saw of one hold: part of every switch's record."""
+
+    held: int = 0  # requests that waited at the door
+    longest_s: float = 0.0  # the longest any of them waited
+    window_s: float = 0.0  # how long the door held
+    refused: int = 0  # answered 503: a bound, the deadline, or nothing serving at the end
+    in_flight: int = 0  # forwarded and unanswered when the hold began: the drain
+    finished: int = 0  # of those, seen to end
+    cut: int = 0  # of those, cut (the drain's deadline, or the engine went under them)
+    gone: int = 0  # of those, their app hung up before the answer ended
+    bypass_cut: int = 0  # requests of clients that bypass the door, still running by vLLM's gauges at the stop
+
+    def describe(self) -> str:
+        held = f"{self.held} held" + (f" (longest {fmt.seconds(self.longest_s)})" if self.held else "")
+        flight = f"{self.finished} in flight finished, {self.cut} cut" + (f", {self.gone} hung up" if self.gone else "")
+        if self.bypass_cut:
+            flight += f" (and {self.bypass_cut} of clients that bypass the door, by vLLM's gauges)"
+        return f"apps: {held} over {fmt.seconds(self.window_s)}, {self.refused} refused, {flight}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One held request: its place in line."""
+
+    size: int
+    arrived: float
+    future: asyncio.Future[bool]
+    released: float | None = None
+
+
+@dataclass
+class Hold:
+    bounds: HoldBounds = field(default_factory=HoldBounds)
+    clock: Callable[[], float] = time.monotonic
+    active: bool = False
+    since: float = 0.0
+    line: deque[Ticket] = field(default_factory=deque)
+    kept_bytes: int = 0
+    held: int = 0
+    longest: float = 0.0
+    refused: int = 0
+
+    def begin(self) -> None:
+        self.active, self.since = True, self.clock()
+        self.held, self.longest, self.refused = 0, 0.0, 0
+
+    def full(self, size: int) -> str:
+        """Why a request arriving now cannot wait ("" when it can)."""
+        if len(self.line) >= self.bounds.requests:
+            return f"{len(self.line)} requests are already held (the bound)"
+        if self.kept_bytes + size > self.bounds.bytes:
+            return f"the held requests' bodies reached {self.bounds.bytes // (1024 * 1024)} MiB (the bound)"
+        return ""
+
+    def enter(self, size: int) -> Ticket:
+        ticket = Ticket(size, self.clock(), asyncio.get_running_loop().create_future())
+        self.line.append(ticket)
+        self.kept_bytes += size
+        self.held += 1
+        return ticket
+
+    async def wait(self, ticket: Ticket) -> bool:
+        """True once released to an engine; False when its deadline came first (the caller
+        answers 503). Cancelled (the app hung up): it leaves the line."""
+        remaining = self.bounds.seconds - (self.clock() - ticket.arrived)
+        try:
+            return await asyncio.wait_for(asyncio.shield(ticket.future), max(0.0, remaining))
+        except TimeoutError:
+            self._leave(ticket)
+            return False
+        finally:
+            self._leave(ticket)
+
+    def _leave(self, ticket: Ticket) -> None:
+        if ticket in self.line:
+            self.line.remove(ticket)
+            self.kept_bytes -= ticket.size
+        waited = (ticket.released or self.clock()) - ticket.arrived
+        self.longest = max(self.longest, waited)
+
+    def grow(self, ticket: Ticket, size: int) -> None:
+        """More of a held request's body was kept."""
+        ticket.size += size
+        self.kept_bytes += size
+
+    def end(self, serving: bool) -> list[Ticket]:
+        """The hold ends: the held requests in arrival order, each told whether something serves."""
+        self.active = False
+        released = list(self.line)
+        now = self.clock()
+        for ticket in released:
+            ticket.released = now
+            if not ticket.future.done():
+                ticket.future.set_result(serving)
+        return released

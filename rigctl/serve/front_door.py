@@ -1,0 +1,129 @@
+"""What the transaction does with the rig's front door (rigctl gateway), when one runs: hold the
+apps' new requests before the drain, drain by its exact count of requests in flight (and vLLM's
+gauges, for clients that bypass it), cut at the deadline, boot vLLM on an internal port behind it,
+and release the held requests to whatever serves at the end. Without a door, nothing here runs
+and the switch goes as it always did."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rigctl.gateway import control
+from rigctl.gateway.control import ControlError, DoorClient
+from rigctl.gateway.hold import AppsSeen
+from rigctl.jsonio import DamagedFile
+from rigctl.profiles.vllm_args import LaunchSpec, moved_to
+from rigctl.serve.drain import POLL_S, Drained, in_flight
+from rigctl.serve.statefiles import read_record, record_file
+
+
+def find() -> DoorClient | None:
+    """The rig's front door, connected (None when none runs)."""
+    return control.find()
+
+
+def runs() -> bool:
+    door = find()
+    if door is None:
+        return False
+    door.close()
+    return True
+
+
+def internal_port() -> int:
+    """A free port on 127.0.0.1 for vLLM behind the door (the kernel's pick: the door learns it
+    from the server record, the apps never see it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def behind_door(spec: LaunchSpec) -> LaunchSpec:
+    """The launch, moved to an internal port when a front door runs; unchanged otherwise."""
+    return moved_to(spec, internal_port()) if runs() else spec
+
+
+@dataclass(frozen=True)
+class DoorDrain:
+    """The drain through the door: its exact count and vLLM's gauges, side by side."""
+
+    gauges: Drained  # vLLM's view: every client, the door's included
+    door_at_start: int  # forwarded through the door and unanswered when the hold began
+    door_cut: int  # of those, cut by the door at the deadline
+
+
+def drain(
+    door: DoorClient,
+    at_start: int,
+    base_url: str,
+    api_key: str | None,
+    deadline_s: float,
+    say: Callable[[str], None],
+    clock: Callable[[], float] = time.monotonic,
+) -> DoorDrain:
+    """Until the door has nothing in flight and vLLM's gauges say nothing runs (a client that
+    bypasses the door), at most `deadline_s`; then what is left is cut by the door."""
+    start = clock()
+    gauges_first = in_flight(base_url, api_key)
+    door_left, gauges_left, said = at_start, gauges_first, None
+    while clock() - start < deadline_s and (door_left or gauges_left):
+        seen = (door_left, gauges_left)
+        if seen != said:
+            bypass = max(0, (gauges_left or 0) - door_left)
+            say(
+                f"draining: {door_left} request(s) in flight through the front door"
+                + (f", {bypass} more by vLLM's gauges (clients that bypass it)" if bypass else "")
+                + f" (up to {deadline_s:g} s; new requests are held)"
+            )
+            said = seen
+        door_left = door.wait(min(POLL_S * 2, max(0.0, deadline_s - (clock() - start))))
+        gauges_now = in_flight(base_url, api_key)
+        gauges_left = gauges_now if gauges_now is not None else gauges_left
+    cut = door.cut() if door_left else 0
+    seconds = clock() - start
+    known = gauges_first is not None
+    gauges = Drained(gauges_first or 0, gauges_left or 0, seconds, known=known)
+    return DoorDrain(gauges, at_start, cut)
+
+
+def release(door: DoorClient | None, say: Callable[[str], None]) -> AppsSeen | None:
+    """Release the held requests to what serves now; what the apps saw (None: no door, or it
+    could not be asked)."""
+    if door is None:
+        return None
+    try:
+        seen = door.release()
+    except ControlError as exc:
+        say(f"the front door could not be told to release ({exc}); it releases when this switch's channel closes")
+        return None
+    finally:
+        door.close()
+    return seen
+
+
+def served_url() -> Callable[[], str | None]:
+    """The door's upstream in rig mode: the server record's address, read again only when the
+    file changed (a stat a request)."""
+    seen: list[object] = [None, None]
+
+    def resolve() -> str | None:
+        try:
+            st = os.stat(record_file())
+            stamp: object = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            return None
+        if stamp != seen[0]:
+            try:
+                record = read_record()
+            except DamagedFile:
+                record = None
+            seen[0], seen[1] = stamp, record.base_url if record else None
+        url = seen[1]
+        return url if isinstance(url, str) else None
+
+    return resolve
