@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.grace < 0:
         raise BadInputError("--grace must be a number of seconds, 0 or more")
     if args.listen:
-        host, port = parse_listen(args.listen, "--listen")
+        host, port = parse_listen(args.listen, "--listen", any_port=bool(args.to))
     elif settings.gateway_listen:
         host, port = parse_listen(settings.gateway_listen, f"{settings.sources.get('gateway_listen', 'config')}: gateway.listen")
     else:

@@ -497,13 +497,14 @@ class Gateway:
         self.in_flight.add(exchange)
         self.idle.clear()
         exchange.engine = engine
-        engine.carry(exchange, head)
-        while exchange.body:
-            data = exchange.body.popleft()
-            engine.send(wire.chunk(data) if exchange.chunked else data)
-        exchange.buffered = 0
+        # the head and the body read so far in one write: two small writes would wait on the
+        # first's ACK wherever Nagle is on
+        parts = [head, *(wire.chunk(d) if exchange.chunked else d for d in exchange.body)]
         if exchange.complete and exchange.chunked:
-            engine.send(wire.LAST_CHUNK)
+            parts.append(wire.LAST_CHUNK)
+        exchange.body.clear()
+        exchange.buffered = 0
+        engine.carry(exchange, b"".join(parts))
         if exchange.continue_wanted and not exchange.complete:
             exchange.app.write(wire.CONTINUE)
         exchange.app.resume_reading("body")
