@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -101,6 +103,14 @@ class ShortRequests(threading.Thread):
             else:
                 self.errors.append(f"HTTP {answer.status_code}")
             self.stop.wait(0.2)
+
+
+def answered_again(count: Callable[[], int], timeout: float = 120) -> None:
+    """Until a prober's count of answers grows by one (it was answered after the switch too)."""
+    before = count()
+    deadline = time.monotonic() + timeout
+    while count() == before and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def rigctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
