@@ -44,10 +44,10 @@ def say(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from rigctl.config import load_settings
     from rigctl.gateway.control import ControlError, socket_path
-    from rigctl.gateway.door import split_upstream
     from rigctl.gateway.hold import HoldBounds
     from rigctl.gateway.run import DoorPlan
     from rigctl.gateway.run import run as run_door
+    from rigctl.gateway.upstream import split_upstream
     from rigctl.listen import is_loopback, parse_listen, shown
     from rigctl.serve.front_door import served_url
 

@@ -1,0 +1,202 @@
+"""The front door's side toward vLLM: one connection carries one exchange at a time, and hands
+each answer's bytes to the app as they arrive, unchanged; the parser reads them only to know where
+the answer ends. Kept alive for the next request when vLLM keeps it so."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Literal, Protocol, cast
+from urllib.parse import urlsplit
+
+import httptools
+
+CONNECT_S = 10.0
+IDLE_REUSE_S = 4.0  # uvicorn closes an idle keep-alive connection after 5 s: never reuse one near that
+
+
+class App(Protocol):
+    """The app's connection, as an answer's bytes reach it (rigctl.gateway.exchange.AppConnection)."""
+
+    gone: bool
+    writing_paused: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def pause_reading(self, why: str) -> None: ...
+
+    def resume_reading(self, why: str) -> None: ...
+
+
+class Exchange(Protocol):
+    """What a connection to vLLM needs of the request it carries (rigctl.gateway.exchange.Exchange)."""
+
+    answered: bool
+    keep_alive: bool
+
+    @property
+    def app(self) -> App: ...
+
+    @property
+    def method(self) -> bytes: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def outcome(self) -> str | None: ...
+
+    def end(self, outcome: Literal["finished", "cut"]) -> None: ...
+
+    def no_answer(self, why: str) -> None: ...
+
+
+class EngineConnection(asyncio.Protocol):
+    """One connection to vLLM, carrying one exchange at a time; kept for reuse when its answer
+    ended cleanly and vLLM keeps it alive."""
+
+    def __init__(self, pool: EnginePool, key: tuple[str, int]) -> None:
+        self.pool, self.key = pool, key
+        self.transport: asyncio.Transport | None = None
+        self.exchange: Exchange | None = None
+        self.parser: httptools.HttpResponseParser | None = None
+        self.reusable = False
+        self.idle_since = 0.0
+        self.lost = False
+        self.framed = False  # the answer says where it ends (content-length or chunked)
+        self.head_done = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def carry(self, exchange: Exchange, head: bytes) -> None:
+        self.exchange = exchange
+        self.parser = httptools.HttpResponseParser(self)
+        self.reusable = False
+        self.framed = self.head_done = False
+        self.send(head)
+
+    def send(self, data: bytes) -> None:
+        if self.transport is not None and not self.lost:
+            self.transport.write(data)
+
+    def data_received(self, data: bytes) -> None:
+        exchange = self.exchange
+        if exchange is None or self.parser is None:
+            self.abort()  # bytes nobody asked for: the connection is not to be trusted
+            return
+        exchange.answered = True
+        exchange.app.write(data)  # the bytes as vLLM sent them
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.abort()
+            exchange.app.abort()  # the app sees the answer cut, as it was
+            exchange.end("cut")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() in (b"content-length", b"transfer-encoding"):
+            self.framed = True
+
+    def on_headers_complete(self) -> None:
+        assert self.parser is not None and self.exchange is not None
+        self.head_done = True
+        self.reusable = self.parser.should_keep_alive()
+        if self.exchange.method == b"HEAD":
+            self.reusable = False
+            self.on_message_complete()
+
+    def on_message_complete(self) -> None:
+        exchange = self.exchange
+        if exchange is None:
+            return
+        self.exchange = None
+        self.parser = None
+        if exchange.app.writing_paused and self.transport is not None:
+            self.transport.resume_reading()
+        if self.reusable and exchange.complete and not exchange.app.gone:
+            self.pool.put(self)
+        else:
+            self.abort()
+        exchange.end("finished")
+
+    def pause_writing(self) -> None:
+        if self.exchange is not None:
+            self.exchange.app.pause_reading("engine")
+
+    def resume_writing(self) -> None:
+        if self.exchange is not None:
+            self.exchange.app.resume_reading("engine")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.pool.forget(self)
+        exchange, self.exchange = self.exchange, None
+        if exchange is None or exchange.outcome is not None:
+            return
+        if self.head_done and not self.framed:  # an answer that ends where its connection does (HTTP/1.0's way)
+            exchange.keep_alive = False
+            exchange.end("finished")
+            return
+        if exchange.answered:
+            exchange.app.abort()  # cut under it: the app sees its answer end short, as vLLM left it
+            exchange.end("cut")
+        else:
+            exchange.no_answer("vLLM closed the connection without answering")
+
+    def abort(self) -> None:
+        self.lost = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class EnginePool:
+    """Keep-alive connections to vLLM, by address: a new connection per request would cost a
+    connect and vLLM's accept for every token stream."""
+
+    def __init__(self) -> None:
+        self.idle: dict[tuple[str, int], list[EngineConnection]] = {}
+        self.open: set[EngineConnection] = set()
+
+    async def get(self, key: tuple[str, int]) -> EngineConnection:
+        now = time.monotonic()
+        idle = self.idle.get(key, [])
+        while idle:
+            conn = idle.pop()
+            usable = conn.transport is not None and not conn.transport.is_closing() and not conn.lost
+            if usable and now - conn.idle_since < IDLE_REUSE_S:
+                return conn
+            conn.abort()
+        loop = asyncio.get_running_loop()
+        _, conn = await asyncio.wait_for(loop.create_connection(lambda: EngineConnection(self, key), *key), CONNECT_S)
+        self.open.add(conn)
+        return conn
+
+    def put(self, conn: EngineConnection) -> None:
+        conn.idle_since = time.monotonic()
+        self.idle.setdefault(conn.key, []).append(conn)
+
+    def forget(self, conn: EngineConnection) -> None:
+        self.open.discard(conn)
+        idle = self.idle.get(conn.key)
+        if idle and conn in idle:
+            idle.remove(conn)
+
+    def close(self) -> None:
+        for conn in list(self.open):
+            conn.abort()
+        self.idle.clear()
+
+
+def split_upstream(url: str) -> tuple[tuple[str, int], bytes]:
+    """(host, port) to connect to and the Host header, from a base URL; credentials in it are
+    never used or kept (the app's own Authorization header passes through)."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"not an http:// URL: {parts.scheme}://{parts.hostname or ''}")
+    port = parts.port or 80
+    host = parts.hostname
+    shown = f"[{host}]" if ":" in host else host
+    return (host, port), f"{shown}:{port}".encode()
