@@ -4,13 +4,13 @@ scrape time (no polling between scrapes); loopback unless --listen names another
 from __future__ import annotations
 
 import argparse
-import signal
 import socket
 import sys
 import threading
 
 from rigctl.cli import common
 from rigctl.errors import BadInputError
+from rigctl.signals import StopOnSignal
 
 
 def register(sub: common.Subparsers) -> None:
@@ -77,15 +77,14 @@ def run(args: argparse.Namespace) -> int:
             server = make_exporter(collector, host, port)
         except OSError as exc:
             raise BadInputError(f"{where}: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
+        stop = StopOnSignal()  # a flag and a pipe: a handler that took a lock could deadlock the wait below
         threading.Thread(target=server.serve_forever, name="rigctl-exporter", daemon=True).start()
         shown = f"[{host}]" if ":" in host else host
         say(f"serving rig {rig!r} on http://{shown}:{port}/metrics" + ("" if sampler else " (no GPU driver: no GPU series)"))
         if not is_loopback(host):
             say(f"listening beyond loopback ({host}): anyone who reaches this port reads the rig's state")
         stop.wait()
+        stop.close()
         server.shutdown()
         server.server_close()
         say("stopped")

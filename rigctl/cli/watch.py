@@ -6,14 +6,13 @@ its engine died. Run it as the README's systemd unit."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rigctl.cli import common
 from rigctl.errors import BadInputError
+from rigctl.signals import StopOnSignal
 
 if TYPE_CHECKING:
     from rigctl.record.rows import Row
@@ -44,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError("--interval must be between 0.5 and 3600 seconds")
     if args.retention_days <= 0:
         raise BadInputError("--retention-days must be positive")
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = StopOnSignal()  # a flag and a pipe: a handler that took a lock could deadlock the loop it stops
     try:
         sampler = common.open_sampler(args, with_host=False)
     except NoDriverError:
@@ -71,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows = service.run(stop, announce)
     finally:
+        stop.close()
         if sampler:
             sampler.close()
     say(f"stopped: {rows} rows written")

@@ -15,20 +15,18 @@ import time
 from dataclasses import dataclass
 
 from rigctl.errors import ExitCode, StopFailed
-from rigctl.gateway.control import ControlError, DoorClient
 from rigctl.gateway.hold import AppsSeen
 from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
-from rigctl.serve import front_door, preflight
+from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
-from rigctl.serve.drain import Drained, in_flight
-from rigctl.serve.drain import drain as drain_requests
+from rigctl.serve.drain import Drained
+from rigctl.serve.drain_step import DoorHold, drain_before_stop
 from rigctl.serve.journal import Action, SwitchStatus, append_ending, ending_of
-from rigctl.serve.launchers import Launcher
 from rigctl.serve.lock import RigLock
 from rigctl.serve.looked import left_behind
 from rigctl.serve.serving import RunningServer, find_running
-from rigctl.serve.statefiles import ActiveState, ActiveStatus, ServerRecord, read_record, read_state, write_state
+from rigctl.serve.statefiles import ActiveState, ActiveStatus, read_record, read_state, write_state
 from rigctl.serve.steps import (
     Prepared,
     ServeContext,
@@ -145,7 +143,7 @@ def switch(
 
 def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> SwitchOutcome:
     began = time.time()
-    door = _Door()
+    door = DoorHold()
     try:
         outcome, drained = _switch(ctx, target, options, began, door)
     finally:
@@ -155,39 +153,6 @@ def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> Switc
     return outcome
 
 
-class _Door:
-    """The front door through one transaction: held from before the drain to the end, whatever
-    the end is (a switch, a rollback, a failure, a refusal under the lock, Ctrl-C); released to
-    what serves then. Its channel closing (this process killed) releases it too."""
-
-    def __init__(self) -> None:
-        self.client: DoorClient | None = None
-        self.in_flight = 0
-        self.drain: front_door.DoorDrain | None = None
-
-    def hold(self, ctx: ServeContext, profile: str | None) -> None:
-        client = front_door.find()
-        if client is None:
-            return
-        try:
-            self.in_flight = client.hold()
-        except ControlError as exc:
-            client.close()
-            ctx.say("warning", f"the front door could not be told to hold ({exc}): the apps may see the switch", profile)
-            return
-        self.client = client
-        ctx.say("phase", f"the front door holds new requests ({self.in_flight} in flight through it)", profile)
-
-    def release(self, ctx: ServeContext, target: str) -> AppsSeen | None:
-        client, self.client = self.client, None
-        seen = front_door.release(client, lambda text: ctx.say("warning", text, target))
-        if seen is not None and self.drain is not None:
-            # the door counted its own; vLLM's gauges saw the clients that bypass it
-            bypass_cut = max(0, self.drain.gauges.left - self.drain.door_cut) if self.drain.gauges.known else 0
-            seen = dataclasses.replace(seen, bypass_cut=bypass_cut)
-        return seen
-
-
 def _with_apps(outcome: SwitchOutcome, apps: AppsSeen | None) -> SwitchOutcome:
     if apps is None:
         return outcome
@@ -195,7 +160,7 @@ def _with_apps(outcome: SwitchOutcome, apps: AppsSeen | None) -> SwitchOutcome:
 
 
 def _switch(
-    ctx: ServeContext, target: str, options: SwitchOptions, began: float, door: _Door
+    ctx: ServeContext, target: str, options: SwitchOptions, began: float, door: DoorHold
 ) -> tuple[SwitchOutcome, Drained | None]:
     drained: Drained | None = None
     prepared = options.prepared or prepare(ctx, target)  # ProfileError (exit 2) before anything is touched
@@ -224,7 +189,7 @@ def _switch(
         door.hold(ctx, record.profile if record else target)
         if record is not None and running.launcher is not None:
             try:
-                drained = _drain(ctx, record, running.launcher, options.drain, door)
+                drained = drain_before_stop(ctx, record, running.launcher, options.drain, door)
             except KeyboardInterrupt:
                 return _refused(ctx, target, "Ctrl-C while the running requests finished", record.profile), drained
         state = _previous_state(ctx)
@@ -243,44 +208,6 @@ def _switch(
             _state(ctx, "failed", None, last_good, message)
             ctx.say("failure", message, target)
             return SwitchOutcome("rollback_failed", target, ExitCode.ROLLBACK_FAILED, message), drained
-
-
-def _drain(ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds: float | None, door: _Door) -> Drained:
-    """Let what runs on the server finish before it stops (none of it, with --no-drain): what
-    vLLM's gauges saw running and cut, for the journal; through a front door, its exact count too."""
-    deadline = ctx.settings.drain_timeout if seconds is None else seconds
-    api_key = launcher.api_key(record)
-    if deadline <= 0:
-        left = in_flight(record.base_url, api_key)
-        cut = door.client.cut() if door.client is not None else 0
-        if left or cut:
-            ctx.say(
-                "warning",
-                f"--no-drain: {max(left or 0, cut)} request(s) running or waiting on {record.profile} are cut",
-                record.profile,
-            )
-        door.drain = front_door.DoorDrain(Drained(left or 0, left or 0, 0.0, known=left is not None), door.in_flight, cut)
-        return door.drain.gauges
-    ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
-    say = lambda text: ctx.say("phase", text, record.profile)  # noqa: E731 - one line, used twice
-    if door.client is not None:
-        door.drain = front_door.drain(door.client, door.in_flight, record.base_url, api_key, deadline, say)
-        done = door.drain.gauges
-        if door.drain.door_cut:
-            ctx.say(
-                "warning",
-                f"{door.drain.door_cut} request(s) through the front door still running after {deadline:g} s: cut",
-                record.profile,
-            )
-        elif door.in_flight:
-            ctx.say("phase", f"nothing in flight through the front door ({door.in_flight} request(s) were)", record.profile)
-        bypass = max(0, done.left - door.drain.door_cut)
-        if bypass:
-            ctx.say("warning", f"{bypass} request(s) of clients that bypass the front door still running: cut", record.profile)
-        return done
-    done = drain_requests(record.base_url, api_key, deadline, say)
-    ctx.say("warning" if done.left else "phase", done.describe(), record.profile)
-    return done
 
 
 def _journal(ctx: ServeContext, action: Action, outcome: SwitchOutcome, drained: Drained | None, began: float) -> None:
@@ -420,7 +347,7 @@ def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
     """Stop the server rigctl started, once its running requests have finished (`drain` as for a
     switch)."""
     began = time.time()
-    door = _Door()
+    door = DoorHold()
     try:
         outcome, drained = _stop(ctx, drain, door)
     finally:
@@ -431,7 +358,7 @@ def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
     return outcome
 
 
-def _stop(ctx: ServeContext, drain: float | None, door: _Door) -> tuple[SwitchOutcome, Drained | None]:
+def _stop(ctx: ServeContext, drain: float | None, door: DoorHold) -> tuple[SwitchOutcome, Drained | None]:
     drained: Drained | None = None
     with RigLock("stop", ctx.settings.lock_wait):
         running = find_running(ctx.settings, ctx.launcher)  # under the lock: never a switch's half-state
@@ -445,7 +372,7 @@ def _stop(ctx: ServeContext, drain: float | None, door: _Door) -> tuple[SwitchOu
             return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running"), drained
         door.hold(ctx, record.profile)
         try:
-            drained = _drain(ctx, record, launcher, drain, door)
+            drained = drain_before_stop(ctx, record, launcher, drain, door)
         except KeyboardInterrupt:
             message = f"not stopped: Ctrl-C while the running requests finished; {record.profile} keeps serving"
             return SwitchOutcome("refused", record.profile, ExitCode.FAILURE, message), drained

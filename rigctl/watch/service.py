@@ -11,7 +11,6 @@ another watch service, and for nothing else.
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -29,6 +28,7 @@ from rigctl.record.regression_watch import RegressionWatch
 from rigctl.record.rows import Row
 from rigctl.record.service_lock import ServiceLock
 from rigctl.record.store import RecorderBusy, RecordTrouble, RecordWriter
+from rigctl.signals import Stop
 from rigctl.watch.sink import AlertSink
 from rigctl.watch.supervisor import RestartResult, Supervisor
 
@@ -203,7 +203,7 @@ class WatchService:
         elif state.error is None and snap is not None:
             self.notes.passed("exposition", f"{url}/metrics answers with vLLM's metrics again")
 
-    def run(self, stop: threading.Event, announce: str = "") -> int:
+    def run(self, stop: Stop, announce: str = "") -> int:
         """Until `stop` is set; the rows written. ServiceRunning when another service watches;
         RecordTrouble when the record cannot be kept from the start (see _open)."""
         lock = ServiceLock()

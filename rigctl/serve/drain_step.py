@@ -1,0 +1,89 @@
+"""The drain before a stop, with or without the rig's front door: what runs on the server is let
+finish (none of it, with --no-drain), counted exactly by the door when one runs and by vLLM's
+gauges always; and the door's hold across the whole transaction."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rigctl.gateway.control import ControlError, DoorClient
+from rigctl.gateway.hold import AppsSeen
+from rigctl.serve import front_door
+from rigctl.serve.drain import Drained, in_flight
+from rigctl.serve.drain import drain as drain_requests
+from rigctl.serve.launchers import Launcher
+from rigctl.serve.statefiles import ServerRecord
+from rigctl.serve.steps import ServeContext
+
+
+class DoorHold:
+    """The front door through one transaction: held from before the drain to the end, whatever
+    the end is (a switch, a rollback, a failure, a refusal under the lock, Ctrl-C); released to
+    what serves then. Its channel closing (this process killed) releases it too."""
+
+    def __init__(self) -> None:
+        self.client: DoorClient | None = None
+        self.in_flight = 0
+        self.drain: front_door.DoorDrain | None = None
+
+    def hold(self, ctx: ServeContext, profile: str | None) -> None:
+        client = front_door.find()
+        if client is None:
+            return
+        try:
+            self.in_flight = client.hold()
+        except ControlError as exc:
+            client.close()
+            ctx.say("warning", f"the front door could not be told to hold ({exc}): the apps may see the switch", profile)
+            return
+        self.client = client
+        ctx.say("phase", f"the front door holds new requests ({self.in_flight} in flight through it)", profile)
+
+    def release(self, ctx: ServeContext, target: str) -> AppsSeen | None:
+        client, self.client = self.client, None
+        seen = front_door.release(client, lambda text: ctx.say("warning", text, target))
+        if seen is not None and self.drain is not None:
+            # the door counted its own; vLLM's gauges saw the clients that bypass it
+            bypass_cut = max(0, self.drain.gauges.left - self.drain.door_cut) if self.drain.gauges.known else 0
+            seen = dataclasses.replace(seen, bypass_cut=bypass_cut)
+        return seen
+
+
+def drain_before_stop(
+    ctx: ServeContext, record: ServerRecord, launcher: Launcher, seconds: float | None, door: DoorHold
+) -> Drained:
+    """Let what runs on the server finish before it stops (none of it, with --no-drain): what
+    vLLM's gauges saw running and cut, for the journal; through a front door, its exact count too."""
+    deadline = ctx.settings.drain_timeout if seconds is None else seconds
+    api_key = launcher.api_key(record)
+    if deadline <= 0:
+        left = in_flight(record.base_url, api_key)
+        cut = door.client.cut() if door.client is not None else 0
+        if left or cut:
+            ctx.say(
+                "warning",
+                f"--no-drain: {max(left or 0, cut)} request(s) running or waiting on {record.profile} are cut",
+                record.profile,
+            )
+        door.drain = front_door.DoorDrain(Drained(left or 0, left or 0, 0.0, known=left is not None), door.in_flight, cut)
+        return door.drain.gauges
+    ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
+    say = lambda text: ctx.say("phase", text, record.profile)  # noqa: E731 - one line, used twice
+    if door.client is not None:
+        door.drain = front_door.drain(door.client, door.in_flight, record.base_url, api_key, deadline, say)
+        done = door.drain.gauges
+        if door.drain.door_cut:
+            ctx.say(
+                "warning",
+                f"{door.drain.door_cut} request(s) through the front door still running after {deadline:g} s: cut",
+                record.profile,
+            )
+        elif door.in_flight:
+            ctx.say("phase", f"nothing in flight through the front door ({door.in_flight} request(s) were)", record.profile)
+        bypass = max(0, done.left - door.drain.door_cut)
+        if bypass:
+            ctx.say("warning", f"{bypass} request(s) of clients that bypass the front door still running: cut", record.profile)
+        return done
+    done = drain_requests(record.base_url, api_key, deadline, say)
+    ctx.say("warning" if done.left else "phase", done.describe(), record.profile)
+    return done
