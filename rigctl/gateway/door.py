@@ -149,6 +149,10 @@ class Gateway:
         exchange.app.write(wire.error_answer(status, message, retry_after))
         exchange.end("failed" if status == 502 else "refused")
 
+    def unreadable(self) -> None:
+        """Bytes that were no HTTP request, answered 400 before any exchange began: refused too."""
+        self.counts.refused += 1
+
     def upstream_failed(self, exchange: Exchange, why: str) -> None:
         self._answer(exchange, 502, f"rigctl gateway: {why}")
 

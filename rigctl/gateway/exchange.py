@@ -35,6 +35,8 @@ class Door(Protocol):
 
     def upstream_failed(self, exchange: Exchange, why: str) -> None: ...
 
+    def unreadable(self) -> None: ...
+
 
 class Exchange:
     """One request of an app, from its head to its ending."""
@@ -204,6 +206,7 @@ class AppConnection(asyncio.Protocol):
             raise httptools.HttpParserError(f"a request head over {HEAD_LIMIT // 1024} KiB")
 
     def _unreadable(self, why: str) -> None:
+        self.door.unreadable()
         self.write(wire.error_answer(400, why))
         self.close()
 

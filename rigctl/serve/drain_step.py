@@ -39,6 +39,15 @@ class DoorHold:
         self.client = client
         ctx.say("phase", f"the front door holds new requests ({self.in_flight} in flight through it)", profile)
 
+    def cut(self) -> int:
+        """The door's requests in flight, cut now (--no-drain); 0 when there is no door or it is gone."""
+        if self.client is None:
+            return 0
+        try:
+            return self.client.cut()
+        except ControlError:
+            return 0
+
     def release(self, ctx: ServeContext, target: str) -> AppsSeen | None:
         client, self.client = self.client, None
         seen = front_door.release(client, lambda text: ctx.say("warning", text, target))
@@ -58,7 +67,7 @@ def drain_before_stop(
     api_key = launcher.api_key(record)
     if deadline <= 0:
         left = in_flight(record.base_url, api_key)
-        cut = door.client.cut() if door.client is not None else 0
+        cut = door.cut()
         if left or cut:
             ctx.say(
                 "warning",

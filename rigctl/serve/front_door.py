@@ -67,10 +67,11 @@ def drain(
     clock: Callable[[], float] = time.monotonic,
 ) -> DoorDrain:
     """Until the door has nothing in flight and vLLM's gauges say nothing runs (a client that
-    bypasses the door), at most `deadline_s`; then what is left is cut by the door."""
+    bypasses the door), at most `deadline_s`; then what is left is cut by the door. A door that
+    goes away midway (killed, restarted) leaves the drain to the gauges, said once."""
     start = clock()
     gauges_first = in_flight(base_url, api_key)
-    door_left, gauges_left, said = at_start, gauges_first, None
+    door_left, gauges_left, said, lost = at_start, gauges_first, None, False
     while clock() - start < deadline_s and (door_left or gauges_left):
         seen = (door_left, gauges_left)
         if seen != said:
@@ -81,13 +82,25 @@ def drain(
                 + f" (up to {deadline_s:g} s; new requests are held)"
             )
             said = seen
-        door_left = door.wait(min(POLL_S * 2, max(0.0, deadline_s - (clock() - start))))
+        wait = min(POLL_S * 2, max(0.0, deadline_s - (clock() - start)))
+        if lost:
+            time.sleep(wait)
+        else:
+            try:
+                door_left = door.wait(wait)
+            except ControlError as exc:
+                say(f"the front door went away during the drain ({exc}): vLLM's gauges decide the rest")
+                door_left, lost = 0, True
         gauges_now = in_flight(base_url, api_key)
         gauges_left = gauges_now if gauges_now is not None else gauges_left
-    cut = door.cut() if door_left else 0
+    cut = 0
+    if door_left and not lost:
+        try:
+            cut = door.cut()
+        except ControlError as exc:
+            say(f"the front door could not be told to cut ({exc}): the stop cuts what runs")
     seconds = clock() - start
-    known = gauges_first is not None
-    gauges = Drained(gauges_first or 0, gauges_left or 0, seconds, known=known)
+    gauges = Drained(gauges_first or 0, gauges_left or 0, seconds, known=gauges_first is not None)
     return DoorDrain(gauges, at_start, cut)
 
 
@@ -99,7 +112,7 @@ def release(door: DoorClient | None, say: Callable[[str], None]) -> AppsSeen | N
     try:
         seen = door.release()
     except ControlError as exc:
-        say(f"the front door could not be told to release ({exc}); it releases when this switch's channel closes")
+        say(f"the front door could not be told to release ({exc}): what the apps saw of this switch is unknown")
         return None
     finally:
         door.close()

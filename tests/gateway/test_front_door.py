@@ -11,7 +11,7 @@ import time
 
 import httpx
 
-from tests.gateway.conftest import DoorRig
+from tests.support.door_rig import DoorRig
 from tests.support.serving import LongRequest, ShortRequests, answered_again
 
 

@@ -1,0 +1,116 @@
+"""The front door under faults, through the CLI: hostile bytes from an app, a door killed in the
+middle of a switch, the socket a dead door left, a link planted where its socket goes, a second
+door, Ctrl-C twice. The door keeps serving or ends with one line; the switch always ends honestly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.faults.rig import crashed
+from tests.support.door_rig import DoorRig
+from tests.support.serving import LongRequest
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[DoorRig]:
+    harness = DoorRig(tmp_path / "home")
+    yield harness
+    harness.cleanup()
+
+
+def raw(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+        return got
+
+
+def post(port: int, body: bytes) -> bytes:
+    head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    return raw(port, head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def test_hostile_bytes_are_answered_and_the_door_keeps_serving(rig: DoorRig) -> None:
+    rig.open_door()
+    assert rig.rigctl("switch", "good").returncode == 0
+    assert raw(rig.port, b"\x16\x03\x01\x02\x00garbage\r\n\r\n").startswith(b"HTTP/1.1 400")  # a TLS hello
+    huge = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 100_000 + b"\r\n\r\n"
+    assert raw(rig.port, huge).startswith(b"HTTP/1.1 400")
+    for body in (
+        b'{"model": "qwen3.6-27b", "prompt": "x", "temperature": NaN, "max_tokens": 2}',
+        b'{"model": "qwen3.6-27b", "prompt": "\\ud800", "max_tokens": Infinity}',
+        b"[" * 100_000 + b"]" * 100_000,
+    ):
+        answer = post(rig.port, body)
+        assert answer.startswith(b"HTTP/1.1 "), answer[:100]  # vLLM's own answer, forwarded as it was
+    assert rig.serves()
+    status = json.loads(rig.rigctl("gateway", "--status", "--json").stdout)
+    assert status["in_flight"] == 0 and status["counts"]["refused"] >= 2, status
+    code, out = rig.close_door()
+    assert code == 0 and not crashed(out), out
+
+
+def test_a_door_killed_mid_switch_leaves_an_honest_switch_and_a_rig_that_heals(rig: DoorRig) -> None:
+    rig.env["RIGCTL_SIM_SPEED"] = "0.05"
+    rig.open_door()
+    assert rig.rigctl("switch", "good").returncode == 0
+    long = LongRequest(rig.port, 2000)
+    long.start()
+    assert long.started.wait(60)
+    switch = rig.popen("switch", "alt", "--drain", "30")
+    rig.wait_for(switch, "front door holds new requests")
+    assert rig.door is not None
+    rig.door.kill()
+    rig.door.wait(30)
+    rig.door = None
+    code, out = rig.finish(switch)
+    assert code == 0, out  # the switch itself went through
+    assert "front door" in out and not crashed(out), out
+    healed = rig.rigctl("restart")  # no door now: vLLM back on the apps' port
+    assert healed.returncode == 0, healed.stdout + healed.stderr
+    assert rig.record()["port"] == rig.port
+    assert rig.serves()
+
+
+def test_the_socket_a_dead_door_left_is_taken_over_and_a_second_door_refused(rig: DoorRig) -> None:
+    rig.open_door()
+    assert rig.door is not None
+    rig.door.kill()
+    rig.door.wait(30)
+    assert (rig.state_dir / "gateway.sock").exists()  # left by the SIGKILL
+    rig.open_door()  # takes the dead door's place
+    second = rig.rigctl("gateway", "--listen", f"127.0.0.1:{rig.port + 1}")
+    assert second.returncode == 1 and "a front door already runs" in second.stderr, second.stderr
+    assert len(second.stderr.strip().splitlines()) == 1
+
+
+def test_a_link_where_the_socket_goes_is_never_followed(rig: DoorRig) -> None:
+    target = rig.home / "precious.txt"
+    target.write_text("keep me\n")
+    rig.state_dir.mkdir(parents=True, exist_ok=True)
+    (rig.state_dir / "gateway.sock").symlink_to(target)
+    rig.open_door()
+    assert target.read_text() == "keep me\n"
+    assert not (rig.state_dir / "gateway.sock").is_symlink()
+
+
+def test_ctrl_c_twice_ends_the_door_without_a_traceback(rig: DoorRig) -> None:
+    rig.open_door("--grace", "5")
+    assert rig.rigctl("switch", "good").returncode == 0
+    assert rig.door is not None
+    rig.door.send_signal(signal.SIGINT)
+    rig.door.send_signal(signal.SIGINT)
+    code, out = rig.finish(rig.door, timeout=30)
+    rig.door = None
+    assert code == 0 and "stopped" in out and not crashed(out), out
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{rig.port}/v1/models", timeout=5)
