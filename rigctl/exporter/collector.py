@@ -172,6 +172,9 @@ class RigCollector(Collector):
         self._add(metrics, f.LAST_DRAIN, ("finished",), last.finished)
         self._add(metrics, f.LAST_DRAIN, ("cut",), last.cut)
         self._add(metrics, f.LAST_DRAIN, ("running",), last.running)
+        self._add(metrics, f.LAST_APPS, ("held",), last.held)
+        self._add(metrics, f.LAST_APPS, ("refused",), last.refused)
+        self._add(metrics, f.LAST_APPS_WAIT, (), last.held_longest_s)
         if last.verified is not None:
             self._add(metrics, f.LAST_VERIFIED, (last.target, (last.verify_failed or "")[:120]), 1.0 if last.verified else 0.0)
 

@@ -79,6 +79,16 @@ LAST_DRAIN = Family(
     "by vLLM's gauges when it began (result=running), still running when the server stopped (result=cut)",
     ("result",),
 )
+LAST_APPS = Family(
+    "rigctl_last_switch_apps_requests",
+    "gauge",
+    "What the apps saw of the last switch through the front door: requests held (result=held) and answered 503 "
+    "(result=refused); no sample without a front door",
+    ("result",),
+)
+LAST_APPS_WAIT = Family(
+    "rigctl_last_switch_apps_longest_hold_seconds", "gauge", "The longest any request waited at the front door in the last switch"
+)
 LAST_VERIFIED = Family(
     "rigctl_last_switch_verified",
     "gauge",
@@ -124,6 +134,8 @@ FAMILIES: tuple[Family, ...] = (
     LAST_SWITCH,
     LAST_SWITCH_SECONDS,
     LAST_DRAIN,
+    LAST_APPS,
+    LAST_APPS_WAIT,
     LAST_VERIFIED,
     ALERT,
     HIT_RATE_REGRESSION,

@@ -12,7 +12,7 @@ import time
 import httpx
 
 from tests.support.door_rig import DoorRig
-from tests.support.serving import LongRequest, ShortRequests, answered_again
+from tests.support.serving import LongRequest, ShortRequests, while_probed
 
 
 def slow(rig: DoorRig) -> DoorRig:
@@ -36,14 +36,7 @@ def test_a_switch_under_live_traffic_is_only_latency_to_the_apps(rig: DoorRig) -
         request.start()
     assert all(request.started.wait(60) for request in longs)
     prober = ShortRequests(rig.port)
-    prober.start()
-    try:
-        assert prober.answered.wait(60)
-        switched = rig.rigctl("switch", "alt")
-        answered_again(lambda: prober.count)
-    finally:
-        prober.stop.set()
-        prober.join(60)
+    switched = while_probed(prober, lambda: rig.rigctl("switch", "alt"))
     for request in longs:
         request.join(60)
     assert switched.returncode == 0, switched.stdout + switched.stderr
@@ -56,6 +49,9 @@ def test_a_switch_under_live_traffic_is_only_latency_to_the_apps(rig: DoorRig) -
     assert isinstance(finished, int) and finished >= 3, ending  # the three long streams, seen to end
     assert rig.status()["active_profile"] == "alt"
     assert rig.serves()  # through the door
+    scrape = rig.rigctl("exporter", "--once", "--rig", "box1").stdout
+    assert f'rigctl_last_switch_drain_requests{{result="finished",rig="box1"}} {finished:.1f}' in scrape, scrape
+    assert f'rigctl_last_switch_apps_requests{{result="held",rig="box1"}} {ending["held"]:.1f}' in scrape, scrape
 
 
 def test_an_existing_rig_moves_behind_the_door_at_its_next_restart(rig: DoorRig) -> None:
@@ -92,14 +88,7 @@ def test_a_failed_switch_releases_the_held_requests_to_the_restored_profile(rig:
     rig.open_door()
     assert rig.rigctl("switch", "good").returncode == 0
     prober = ShortRequests(rig.port)
-    prober.start()
-    try:
-        assert prober.answered.wait(60)
-        failed = rig.rigctl("switch", "crashes")
-        answered_again(lambda: prober.count)
-    finally:
-        prober.stop.set()
-        prober.join(60)
+    failed = while_probed(prober, lambda: rig.rigctl("switch", "crashes"))
     assert failed.returncode == 3, failed.stdout + failed.stderr
     assert "rolled back: good serves again" in failed.stderr and "apps: " in failed.stderr, failed.stderr
     assert prober.errors == [], prober.errors

@@ -16,7 +16,7 @@ import pytest
 from openai.types.chat import ChatCompletionToolParam
 
 from tests.real_vllm.conftest import RealRig
-from tests.support.serving import answered_again
+from tests.support.serving import while_probed
 
 TOOLS: list[ChatCompletionToolParam] = [
     {
@@ -114,6 +114,9 @@ class Prober(threading.Thread):
         self.answered = 0
         self.errors: list[str] = []
 
+    def answers(self) -> int:
+        return self.answered
+
     def run(self) -> None:
         apps = client(self.rig)
         while not self.stop.is_set():
@@ -136,13 +139,7 @@ def test_a_switch_under_live_traffic_on_the_real_engine(door_rig: DoorRealRig) -
         stream.start()
     assert all(s.started.wait(120) for s in streams)
     prober = Prober(door_rig)
-    prober.start()
-    try:
-        switched = door_rig.rigctl("switch", "tools-b", timeout=600)
-        answered_again(lambda: prober.answered)
-    finally:
-        prober.stop.set()
-        prober.join(120)
+    switched = while_probed(prober, lambda: door_rig.rigctl("switch", "tools-b", timeout=600))
     for stream in streams:
         stream.join(300)
     assert switched.returncode == 0, switched.stdout + switched.stderr
@@ -164,13 +161,9 @@ def test_a_switch_that_fails_verification_answers_the_held_from_the_restored_pro
     config = (door_rig.config_dir / "config.toml").read_text()
     (door_rig.config_dir / "config.toml").write_text(config + "[verify]\ntools = true\n")
     prober = Prober(door_rig)
-    prober.start()
     try:
-        failed = door_rig.rigctl("switch", "plain", "--force", timeout=600)
-        answered_again(lambda: prober.answered)
+        failed = while_probed(prober, lambda: door_rig.rigctl("switch", "plain", "--force", timeout=600))
     finally:
-        prober.stop.set()
-        prober.join(120)
         (door_rig.config_dir / "config.toml").write_text(config)
     assert failed.returncode == 3, failed.stdout + failed.stderr
     assert "rolled back: tools-b serves again" in failed.stderr, failed.stderr

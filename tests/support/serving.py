@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import httpx
 
@@ -88,6 +89,9 @@ class ShortRequests(threading.Thread):
         self.count = 0
         self.errors: list[str] = []
 
+    def answers(self) -> int:
+        return self.count
+
     def run(self) -> None:
         body = {"model": "qwen3.6-27b", "prompt": "hi", "max_tokens": self.tokens}
         while not self.stop.is_set():
@@ -105,12 +109,39 @@ class ShortRequests(threading.Thread):
             self.stop.wait(0.2)
 
 
-def answered_again(count: Callable[[], int], timeout: float = 120) -> None:
-    """Until a prober's count of answers grows by one (it was answered after the switch too)."""
-    before = count()
-    deadline = time.monotonic() + timeout
-    while count() == before and time.monotonic() < deadline:
-        time.sleep(0.1)
+class Probe(Protocol):
+    """An app's requests sent one after another until `stop` (ShortRequests, the real suite's)."""
+
+    stop: threading.Event
+
+    def start(self) -> None: ...
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+    def answers(self) -> int: ...
+
+
+T = TypeVar("T")
+
+
+def while_probed(prober: Probe, act: Callable[[], T], timeout: float = 120) -> T:
+    """`act` (a switch) once `prober` was answered, while it sends its requests; then until it was
+    answered once more (by what serves after it); the prober stopped whatever happened."""
+    prober.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while prober.answers() == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert prober.answers(), "the prober was never answered before the switch"
+        done = act()
+        before = prober.answers()
+        deadline = time.monotonic() + timeout
+        while prober.answers() == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return done
+    finally:
+        prober.stop.set()
+        prober.join(timeout)
 
 
 def rigctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
