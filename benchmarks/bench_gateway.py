@@ -87,12 +87,14 @@ def nginx_cpu(master: psutil.Process) -> float:
     return sum(cpu(p) for p in [master, *master.children(recursive=True)])
 
 
-def start_rigctl(command: list[str], tmp: Path, upstream: int) -> tuple[subprocess.Popen[str], int]:
+def start_rigctl(
+    command: list[str], tmp: Path, upstream: int, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "rigctl", *command, "--to", f"http://127.0.0.1:{upstream}"],
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "RIGCTL_STATE_DIR": str(tmp), "RIGCTL_CONFIG_DIR": str(tmp)},
+        env={**os.environ, "RIGCTL_STATE_DIR": str(tmp), "RIGCTL_CONFIG_DIR": str(tmp), **(env or {})},
     )
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -110,6 +112,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--pace-ms", type=float, default=0.0, help="the server's sleep between tokens")
     parser.add_argument("--with-capture", action="store_true", help="also measure rigctl capture")
+    parser.add_argument("--with-asyncio", action="store_true", help="also measure the gateway on asyncio's own loop")
     parser.add_argument("--figures", metavar="NAME", help="also print FIGURE lines as gateway.NAME.* (readme_figures.py)")
     args = parser.parse_args()
 
@@ -121,6 +124,11 @@ def main() -> None:
         peers: dict[str, tuple[str, psutil.Process, bool]] = {}
         door, door_port = start_rigctl(["gateway", "--listen", "127.0.0.1:0"], tmp, upstream)
         peers["gateway"] = (f"http://127.0.0.1:{door_port}", psutil.Process(door.pid), False)
+        if args.with_asyncio:
+            plain, plain_port = start_rigctl(
+                ["gateway", "--listen", "127.0.0.1:0"], tmp, upstream, {"RIGCTL_GATEWAY_LOOP": "asyncio"}
+            )
+            peers["gw-asyncio"] = (f"http://127.0.0.1:{plain_port}", psutil.Process(plain.pid), False)
         nginx = start_nginx(tmp, upstream)
         if nginx is not None:
             peers["nginx"] = (f"http://127.0.0.1:{nginx[1]}", psutil.Process(nginx[0].pid), True)
@@ -147,6 +155,9 @@ def main() -> None:
                     rows[name][key].append(pct([r.ttft or 0 for r in through], q) - pct([r.ttft or 0 for r in direct], q))
         door.send_signal(signal.SIGTERM)
         door.wait(30)
+        if args.with_asyncio:
+            plain.send_signal(signal.SIGTERM)
+            plain.wait(30)
         if capture is not None:
             capture.send_signal(signal.SIGINT)
             capture.wait(30)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -35,13 +36,17 @@ class DoorPlan:
 
 
 def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[int], None] | None = None) -> int:
-    """Serve until a signal; the number of answers cut at the end."""
-    try:
-        import uvloop
+    """Serve until a signal; the number of answers cut at the end. The event loop is uvloop's
+    where installed (a dependency on Linux), asyncio's otherwise or when RIGCTL_GATEWAY_LOOP says
+    asyncio (benchmarks/bench_gateway.py --loop compares the two in one run)."""
+    runner: Callable[..., int] = asyncio.run
+    if os.environ.get("RIGCTL_GATEWAY_LOOP", "uvloop") != "asyncio":
+        try:
+            import uvloop
 
-        runner: Callable[..., int] = uvloop.run
-    except ImportError:
-        runner = asyncio.run
+            runner = uvloop.run
+        except ImportError:
+            pass
     return runner(_serve(plan, say, ready))
 
 
