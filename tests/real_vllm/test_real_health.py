@@ -7,8 +7,10 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -52,18 +54,20 @@ def test_the_watch_service_is_quiet_while_it_serves_and_says_the_death_once_kill
     kept = config.read_text()
     command = json.dumps([sys.executable, str(hook), str(said)])
     config.write_text(f"{kept}[alerts]\nstall_s = 5\nqueue_s = 2\nkv_full_s = 5\ncommand = {command}\n")
+    watch: subprocess.Popen[str] | None = None
     try:
         started = real.rigctl("switch", "tiny", timeout=400)
         assert started.returncode == 0, started.stdout + started.stderr
         watch = real.popen("watch", "--interval", "1")
+        # The traffic goes in only once the watch has its first sample: a row is the change between
+        # two samples, so traffic that ended before the first one is in no row.
+        wait_for(lambda: len(rows(real)) >= 1, watch)
         url = f"http://127.0.0.1:{real.port}/v1/completions"
         for i in range(12):
             done = httpx.post(url, json={"model": "tiny", "prompt": f"{i} hello", "max_tokens": 16}, timeout=120)
             assert done.status_code == 200, done.text
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(rows(real)) < 5:
-            time.sleep(0.5)
-        assert len(rows(real)) >= 5 and sum(r[1] for r in rows(real)) > 0  # recorded, with its traffic
+        wait_for(lambda: sum(r[1] for r in rows(real)) > 0 and len(rows(real)) >= 5, watch)
+        assert sum(r[1] for r in rows(real)) >= 12  # recorded, with its traffic
         assert not said.exists() or not said.read_text().strip(), said.read_text()  # quiet while healthy
         pid = real.record()["pid"]
         os.killpg(pid, signal.SIGKILL)
@@ -80,6 +84,20 @@ def test_the_watch_service_is_quiet_while_it_serves_and_says_the_death_once_kill
         assert [(e["kind"], e["state"]) for e in report["alerts"]] == [("engine-died", "fired")]
     finally:
         config.write_text(kept)
+        if watch is not None and watch.poll() is None:
+            watch.kill()
+            watch.communicate(timeout=60)
+
+
+def wait_for(condition: Callable[[], bool], watch: subprocess.Popen[str], limit_s: float = 120) -> None:
+    """Until `condition` holds, while the watch still runs; a watch that exited fails with its output."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if watch.poll() is not None:
+            out, _ = watch.communicate()
+            raise AssertionError(f"the watch exited with {watch.returncode}: {out}")
+        assert time.monotonic() < deadline, f"not seen in {limit_s:.0f} s"
+        time.sleep(0.5)
 
 
 def rows(real: RealRig) -> list[tuple[float, float]]:
