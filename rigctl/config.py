@@ -87,6 +87,10 @@ class Settings:
     gateway_listen: str = ""  # empty: the served (else last good) profile's port, on 127.0.0.1
     gateway_hold_s: float = 600.0  # s a request may wait at the door through a switch (then 503 + Retry-After)
     gateway_hold_requests: int = 1024  # requests held at once at most
+    # s a forwarded request may wait for the first byte of its answer before the door asks vLLM's
+    # /health whether it still lives (no answer there: the app gets a 502; a slow generation never
+    # does); 0: never ask
+    gateway_silent_s: float = 30.0
     rigs: tuple[RemoteRig, ...] = ()  # [rigs.NAME]: rigs driven over SSH (`rigctl --rig NAME ...`)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -127,7 +131,12 @@ LAYOUT: dict[str, dict[str, str]] = {
     },
     "supervise": {"restart": "supervise_restart", "max_restarts": "supervise_max_restarts"},
     "exporter": {"listen": "exporter_listen", "rig": "exporter_rig"},
-    "gateway": {"listen": "gateway_listen", "hold_s": "gateway_hold_s", "hold_requests": "gateway_hold_requests"},
+    "gateway": {
+        "listen": "gateway_listen",
+        "hold_s": "gateway_hold_s",
+        "hold_requests": "gateway_hold_requests",
+        "silent_s": "gateway_silent_s",
+    },
     "record": {
         "interval": "record_interval",
         "warmup_s": "record_warmup",

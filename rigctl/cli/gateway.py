@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         control=control,
         grace_s=args.grace,
         wait_for_port=control is not None,
+        silent_s=settings.gateway_silent_s,
     )
 
     def ready(bound: int) -> None:

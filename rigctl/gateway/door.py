@@ -24,6 +24,7 @@ from rigctl.gateway.hold import AppsSeen, Hold, HoldBounds
 from rigctl.gateway.upstream import CONNECT_S, EnginePool, split_upstream
 
 RETRY_AFTER_S = 5
+HEALTH_S = 5.0  # for vLLM's /health to answer when a forwarded request has waited silent_s for its first byte
 Resolver = Callable[[], "str | None"]  # the base URL of what serves now (None: nothing)
 
 
@@ -51,8 +52,11 @@ class HoldWindow:
 class Gateway:
     """The door itself: admission, the hold, forwarding, the exact count in flight."""
 
-    def __init__(self, resolve: Resolver, bounds: HoldBounds | None = None, api_key: str | None = None) -> None:
+    def __init__(
+        self, resolve: Resolver, bounds: HoldBounds | None = None, api_key: str | None = None, silent_s: float = 30.0
+    ) -> None:
         self.resolve = resolve
+        self.silent_s = silent_s
         self.hold = Hold(bounds or HoldBounds())
         self.api_key = api_key
         self.pool = EnginePool()
@@ -122,7 +126,7 @@ class Gateway:
             self._answer(exchange, 502, f"rigctl gateway: the served address cannot be used: {exc}")
             return
         try:
-            engine = await self.pool.get(key)
+            engine = await self.pool.get(key, host)
         except (OSError, TimeoutError) as exc:
             self._answer(exchange, 502, f"rigctl gateway: vLLM at {host.decode()} did not answer: {_why(exc)}")
             return
@@ -133,6 +137,7 @@ class Gateway:
         self.in_flight.add(exchange)
         self.idle.clear()
         exchange.engine = engine
+        exchange.sent = asyncio.get_running_loop().time()
         # the head and the body read so far in one write: two small writes would wait on the
         # first's ACK wherever Nagle is on
         parts = [head, *(wire.chunk(d) if exchange.chunked else d for d in exchange.body)]
@@ -171,6 +176,38 @@ class Gateway:
                 window.ended[outcome] += 1
             elif outcome == "refused":
                 window.refused += 1
+
+    # -- a vLLM that took a request and never answers
+    async def watch_silence(self) -> None:
+        """Forever: a forwarded request with no byte of answer after silent_s is a question, not a
+        failure (a non-streamed generation says nothing until it is done); the door asks vLLM's
+        /health on a connection of its own. An answer of any kind means vLLM lives and the request
+        waits on; none within HEALTH_S means nothing will answer, and the app gets its 502 now
+        rather than at its own timeout. One sweep a second, one probe per address."""
+        if self.silent_s <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(1.0, self.silent_s))
+            now = loop.time()
+            silent: dict[tuple[tuple[str, int], bytes], list[Exchange]] = {}
+            for exchange in self.in_flight:
+                if not exchange.answered and exchange.engine is not None and now - exchange.sent >= self.silent_s:
+                    silent.setdefault((exchange.engine.key, exchange.engine.host), []).append(exchange)
+            for (key, host), waiting in silent.items():
+                if await _answers_health(key, host):
+                    for exchange in waiting:
+                        exchange.sent = loop.time()  # asked again after another silent_s
+                    continue
+                for exchange in waiting:
+                    if exchange.outcome is None and not exchange.answered:
+                        assert exchange.engine is not None
+                        exchange.engine.abort()
+                        self.upstream_failed(
+                            exchange,
+                            f"vLLM at {host.decode()} took the request and sent nothing in {now - exchange.sent:.0f} s, "
+                            f"and its /health gave no answer within {HEALTH_S:g} s",
+                        )
 
     # -- what a switch asks of the door (the control channel)
     def begin_hold(self) -> int:
@@ -246,6 +283,21 @@ class Gateway:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         return left
+
+
+async def _answers_health(key: tuple[str, int], host: bytes) -> bool:
+    """Whether anything answers GET /health at `key` within HEALTH_S (any status: the server lives)."""
+    writer: asyncio.StreamWriter | None = None
+    try:
+        async with asyncio.timeout(HEALTH_S):
+            reader, writer = await asyncio.open_connection(*key)
+            writer.write(b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+            return (await reader.readline()).startswith(b"HTTP/")
+    except (OSError, TimeoutError):
+        return False
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def _why(exc: BaseException) -> str:

@@ -57,6 +57,7 @@ class Exchange:
         "keep_alive",
         "method",
         "outcome",
+        "sent",
         "target",
         "ticket",
         "version",
@@ -73,6 +74,7 @@ class Exchange:
         self.ticket: Ticket | None = None
         self.outcome: Outcome | None = None
         self.answered = False  # a byte of an answer reached the app
+        self.sent = 0.0  # monotonic, when it was forwarded to vLLM
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.keep_alive = True
         names = {k.lower(): v for k, v in headers}

@@ -33,6 +33,7 @@ class DoorPlan:
     control: Path | None = None  # the rig's control channel (None: a door in front of a --to server)
     grace_s: float = 30.0
     wait_for_port: bool = False  # the port may be vLLM's until the next restart moves it behind the door
+    silent_s: float = 30.0  # an answer's first byte awaited this long before vLLM's /health is asked
 
 
 def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[int], None] | None = None) -> int:
@@ -55,7 +56,7 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[in
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    door = Gateway(plan.resolve, plan.bounds, plan.api_key)
+    door = Gateway(plan.resolve, plan.bounds, plan.api_key, plan.silent_s)
     control = ControlServer(door, shown(plan.host, plan.port))
     if plan.control is not None:
         await control.start(plan.control)
@@ -67,7 +68,9 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[in
         port = sock.getsockname()[1]
         if ready:
             ready(port)
+        silence = loop.create_task(door.watch_silence())
         await stop.wait()
+        silence.cancel()
         server.close()
         say(f"stopping: {len(door.in_flight)} answer(s) in flight get up to {plan.grace_s:g} s")
         cut = await door.close(plan.grace_s)

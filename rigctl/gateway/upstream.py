@@ -57,8 +57,8 @@ class EngineConnection(asyncio.Protocol):
     """One connection to vLLM, carrying one exchange at a time; kept for reuse when its answer
     ended cleanly and vLLM keeps it alive."""
 
-    def __init__(self, pool: EnginePool, key: tuple[str, int]) -> None:
-        self.pool, self.key = pool, key
+    def __init__(self, pool: EnginePool, key: tuple[str, int], host: bytes) -> None:
+        self.pool, self.key, self.host = pool, key, host
         self.transport: asyncio.Transport | None = None
         self.exchange: Exchange | None = None
         self.parser: httptools.HttpResponseParser | None = None
@@ -160,7 +160,7 @@ class EnginePool:
         self.idle: dict[tuple[str, int], list[EngineConnection]] = {}
         self.open: set[EngineConnection] = set()
 
-    async def get(self, key: tuple[str, int]) -> EngineConnection:
+    async def get(self, key: tuple[str, int], host: bytes) -> EngineConnection:
         now = time.monotonic()
         idle = self.idle.get(key, [])
         while idle:
@@ -170,7 +170,7 @@ class EnginePool:
                 return conn
             conn.abort()
         loop = asyncio.get_running_loop()
-        _, conn = await asyncio.wait_for(loop.create_connection(lambda: EngineConnection(self, key), *key), CONNECT_S)
+        _, conn = await asyncio.wait_for(loop.create_connection(lambda: EngineConnection(self, key, host), *key), CONNECT_S)
         self.open.add(conn)
         return conn
 

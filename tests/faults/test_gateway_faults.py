@@ -5,8 +5,10 @@ door, Ctrl-C twice. The door keeps serving or ends with one line; the switch alw
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +116,71 @@ def test_ctrl_c_twice_ends_the_door_without_a_traceback(rig: DoorRig) -> None:
     assert code == 0 and "stopped" in out and not crashed(out), out
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{rig.port}/v1/models", timeout=5)
+
+
+class Mute:
+    """An HTTP server on 127.0.0.1 that takes every connection and reads the request, then
+    answers the completion only after `answer_after_s` (None: never); /health answers at once
+    while `health` is on (a vLLM in a long non-streamed generation), never when off (a hung one)."""
+
+    def __init__(self, health: bool, answer_after_s: float | None) -> None:
+        self.health, self.answer_after_s = health, answer_after_s
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        got = b""
+        while b"\r\n\r\n" not in got:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            got += chunk
+        if got.startswith(b"GET /health"):
+            if self.health:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return
+        if self.answer_after_s is not None and not self.stopped.wait(self.answer_after_s):
+            body = b'{"choices": [{"text": "late, and whole"}]}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.mark.parametrize("health", [False, True], ids=["hung", "generating"])
+def test_an_engine_that_takes_a_request_and_never_answers_gets_the_app_a_502_a_slow_one_never(rig: DoorRig, health: bool) -> None:
+    """With [gateway] silent_s = 1: a server whose /health gives no answer either is hung, and the
+    app gets its 502 within seconds instead of at its own timeout; one whose /health answers is
+    generating (a non-streamed answer says nothing until done), and its answer, 4 s later, arrives."""
+    rig.write_config("[server]\nstop_grace = 3\nkill_wait = 2\n[gateway]\nsilent_s = 1\n")
+    mute = Mute(health=health, answer_after_s=None if not health else 4.0)
+    try:
+        said = rig.open_door("--to", f"http://127.0.0.1:{mute.port}", "--listen", "127.0.0.1:0")
+        bound = re.search(r"the apps' address: http://127\.0\.0\.1:(\d+)", said[-1])
+        assert bound, said
+        port = int(bound.group(1))
+        answer = post(port, b'{"model": "m", "prompt": "x", "max_tokens": 4000}')
+        if health:
+            assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b'late, and whole"}]}'), answer
+        else:
+            assert answer.startswith(b"HTTP/1.1 502"), answer
+            assert b"sent nothing in" in answer and b"/health gave no answer" in answer, answer
+        code, out = rig.close_door()
+        assert code == 0 and not crashed(out), out
+    finally:
+        mute.close()
