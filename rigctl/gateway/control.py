@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +179,41 @@ class DoorClient:
             return AppsSeen(**{k: v for k, v in seen.items() if k in AppsSeen.__dataclass_fields__})
         except TypeError:
             raise ControlError(f"{self.path}: not a front door's answer") from None
+
+
+@dataclass(frozen=True)
+class DoorSeen:
+    """The front door as a read of the rig sees it: where the apps connect, and its requests now."""
+
+    pid: int
+    listen: str
+    in_flight: int
+    held: int
+    holding: bool
+
+    def brief(self) -> str:
+        held = f", {self.held} held" if self.holding or self.held else ""
+        return f"front door {self.listen}: {self.in_flight} in flight{held}"
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def seen(path: Path | None = None, timeout_s: float = 1.0) -> DoorSeen | None:
+    """The rig's front door now (None: none runs, or it did not answer within timeout_s)."""
+    path = path or socket_path()
+    if not path.exists():
+        return None
+    try:
+        with DoorClient(path) as client:
+            status = client.ask({"op": "status"}, timeout=timeout_s)
+    except (OSError, ControlError):
+        return None
+    fields = (status.get("pid"), status.get("listen"), status.get("in_flight"), status.get("held"), status.get("holding"))
+    pid, listen, in_flight, held, holding = fields
+    if not (isinstance(pid, int) and isinstance(listen, str) and isinstance(in_flight, int) and isinstance(held, int)):
+        return None
+    return DoorSeen(pid, listen, in_flight, held, bool(holding))
 
 
 def _count(answer: dict[str, Any], key: str) -> int:

@@ -14,6 +14,8 @@ from typing import Any
 from rigctl import paths
 from rigctl.config import Settings
 from rigctl.engine.client import EngineClient, Probe
+from rigctl.gateway.control import DoorSeen
+from rigctl.gateway.control import seen as door_seen
 from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_argv
 from rigctl.serve import discover
@@ -128,6 +130,7 @@ class ServingStatus:
     summary: str
     notes: tuple[str, ...] = ()
     api_key: str | None = field(default=None, repr=False)  # the server's own, to ask it more (never shown)
+    door: DoorSeen | None = None  # the rig's front door, when one runs (the apps' address)
 
     def to_json(self) -> dict[str, Any]:
         state = self.state.to_json() if self.state else None
@@ -138,6 +141,7 @@ class ServingStatus:
             "active_profile": self.active_profile,
             "summary": self.summary,
             "notes": list(self.notes),
+            "front_door": self.door.to_json() if self.door else None,
             "state": state,
             "server": None
             if self.record is None
@@ -178,8 +182,12 @@ def observe(
             probe = client.probe()
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))
 
+    door = door_seen()
+
     def status(active: str | None, summary: str) -> ServingStatus:
-        return ServingStatus(active, state, record, alive, probe, summary, tuple(notes), api_key)
+        if door is not None:
+            summary = f"{summary} | {door.brief()}"
+        return ServingStatus(active, state, record, alive, probe, summary, tuple(notes), api_key, door)
 
     switching = bool(state and state.status == "switching")
     if switching and state and owner_alive(state.owner_pid, state.owner_start):

@@ -66,6 +66,10 @@ def test_an_existing_rig_moves_behind_the_door_at_its_next_restart(rig: DoorRig)
     rig.wait_for(rig.door, "the apps' address")
     assert rig.record()["port"] != rig.port
     assert rig.serves()  # the apps' address answers, through the door
+    status = rig.status()  # what serves, and where the apps connect: the door, not vLLM's internal port
+    assert status["front_door"]["listen"] == f"127.0.0.1:{rig.port}" and status["front_door"]["in_flight"] == 0, status
+    assert status["summary"].endswith(f"| front door 127.0.0.1:{rig.port}: 0 in flight"), status["summary"]
+    assert status["server"]["endpoint"] == f"http://127.0.0.1:{rig.record()['port']}", status
 
 
 def test_the_drain_deadline_cuts_through_the_door_at_once_and_says_so(rig: DoorRig) -> None:
