@@ -91,6 +91,12 @@ class Settings:
     # /health whether it still lives (no answer there: the app gets a 502; a slow generation never
     # does); 0: never ask
     gateway_silent_s: float = 30.0
+    # every forwarded request kept in trace files a bench replays (workload trace = "gateway"), in
+    # the state dir's gateway-traces/, a file per record_mb or record_hours, the oldest removed past keep_mb
+    gateway_record: bool = False
+    gateway_record_mb: int = 64
+    gateway_record_hours: float = 24.0
+    gateway_keep_mb: int = 2048
     rigs: tuple[RemoteRig, ...] = ()  # [rigs.NAME]: rigs driven over SSH (`rigctl --rig NAME ...`)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -136,6 +142,10 @@ LAYOUT: dict[str, dict[str, str]] = {
         "hold_s": "gateway_hold_s",
         "hold_requests": "gateway_hold_requests",
         "silent_s": "gateway_silent_s",
+        "record": "gateway_record",
+        "record_mb": "gateway_record_mb",
+        "record_hours": "gateway_record_hours",
+        "keep_mb": "gateway_keep_mb",
     },
     "record": {
         "interval": "record_interval",

@@ -57,7 +57,8 @@ class Workload:
     temperature: float
     ignore_eos: bool
     timeout_s: float
-    trace: str | None = None  # a capture's trace (as written in the plan)
+    trace: str | None = None  # a capture's trace (as written in the plan), or "gateway": the door's recording
+    window: str | None = None  # of the door's recording: "24h", or "START/END"
     dataset: str | None = None
     dataset_format: str | None = None
     speed: float = 1.0  # recorded arrivals compressed this many times

@@ -5,6 +5,7 @@ the line and the key of each mistake, all of them at once."""
 from __future__ import annotations
 
 import difflib
+import time
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -26,9 +27,10 @@ from rigctl.bench.plan import (
     Workload,
 )
 from rigctl.bench.plan_checks import PlanChecker
-from rigctl.bench.trace import REPLAYED, TracedRequest, read_dataset, read_trace
+from rigctl.bench.trace import RECORDED, REPLAYED, TracedRequest, parse_window, read_dataset, read_recorded, read_trace
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
+from rigctl.gateway.recording import recorded_files, recordings_dir
 
 
 def plans_dir() -> Path:
@@ -77,6 +79,7 @@ def load_plan(name_or_path: str) -> BenchPlan:
 TOP = ("description", "control", "candidate", "candidates", "order", "workload", "gate", "quality")
 WORKLOAD_KEYS = (
     "kind",
+    "window",
     "concurrency",
     "requests",
     "duration_s",
@@ -181,7 +184,13 @@ def _requests(check: PlanChecker, workload: Workload, plan: Path) -> tuple[tuple
     path = Path(source).expanduser()
     path = path if path.is_absolute() else plan.parent / path
     try:
-        if workload.trace:
+        if workload.trace == RECORDED:
+            path = recordings_dir()
+            files = recorded_files(path)
+            if not files:
+                raise BadInputError(f"{path}: nothing recorded yet (rigctl gateway --record, or [gateway] record = true)")
+            found = read_recorded(files, *parse_window(workload.window or "", time.time()))
+        elif workload.trace:
             _, found = read_trace(path)
         else:
             found = read_dataset(path, workload.dataset_format or "jsonl")
@@ -227,6 +236,13 @@ def _workload(check: PlanChecker, data: dict[str, Any]) -> Workload | None:
     w = ("workload",)
     check.unknown(table, WORKLOAD_KEYS, w)
     trace = check.text(table, "trace", w)
+    window = check.text(table, "window", w)
+    if window is not None and trace != RECORDED:
+        check.problem((*w, "window"), f'window is a span of the front door\'s recording: it needs trace = "{RECORDED}"')
+    if trace == RECORDED and window is None:
+        check.problem(
+            (*w, "window"), 'trace = "gateway" replays a window of the door\'s recording: window = "24h" (or "START/END")'
+        )
     dataset = check.text(table, "dataset", w)
     dataset_format = check.text(table, "format", w, default="jsonl" if dataset else None, choices=DATASET_FORMATS)
     if trace and dataset:
@@ -298,6 +314,7 @@ def _workload(check: PlanChecker, data: dict[str, Any]) -> Workload | None:
         ignore_eos=bool(ignore_eos),
         timeout_s=timeout or 600.0,
         trace=trace,
+        window=window,
         dataset=dataset,
         dataset_format=dataset_format if dataset else None,
         speed=speed or 1.0,

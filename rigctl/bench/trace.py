@@ -14,24 +14,21 @@ an app sent stays with the app.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
+from rigctl.gateway.trace_lines import TRACE_VERSION
 from rigctl.jsonio import loads_strict
 
-TRACE_VERSION = 1
 TRACE_LIMIT = 512 * 1024 * 1024  # a day of an agent's traffic is tens of MB
 REPLAYED = ("/v1/chat/completions", "/v1/completions")  # what a bench sends again
 CHARS_PER_TOKEN = 4  # without the model's tokenizer, a length in tokens is this rough estimate
-ABOUT = (
-    "rigctl capture trace: one request a line as the apps sent it (endpoint, body, arrival), with what its "
-    "answer said (status, usage); no header value is ever written"
-)
 
 
 @dataclass(frozen=True)
@@ -70,10 +67,6 @@ class TracedRequest:
             return f"chat, {count} message(s)" + (f", {len(tools)} tool(s)" if isinstance(tools, list) else "")
         prompt = self.body.get("prompt")
         return f"completion, {len(prompt) if isinstance(prompt, str) else 0:,} characters"
-
-
-def header(upstream: str, started: float) -> dict[str, Any]:
-    return {"rigctl_trace": TRACE_VERSION, "about": ABOUT, "upstream": upstream, "started": started}
 
 
 def _entry(data: Any, where: str) -> TracedRequest:
@@ -177,5 +170,43 @@ def read_dataset(path: Path, kind: str) -> list[TracedRequest]:
     return out
 
 
-def dumps_line(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+RECORDED = "gateway"  # trace = "gateway": the front door's recording ([gateway] record), a window of it
+
+
+def parse_window(text: str, now: float) -> tuple[float, float]:
+    """(since, until) in wall-clock seconds from a window as a plan writes it: "24h", "90m", "2d"
+    (the last ones), or "START/END" in ISO 8601 (local time unless it says otherwise)."""
+    spans = {"m": 60.0, "h": 3600.0, "d": 86400.0}
+    text = text.strip()
+    if text[-1:] in spans:
+        try:
+            amount = float(text[:-1])
+        except ValueError:
+            amount = -1.0
+        if amount > 0 and math.isfinite(amount):
+            return now - amount * spans[text[-1]], now
+    if "/" in text:
+        start, _, end = text.partition("/")
+        try:
+            since, until = datetime.fromisoformat(start).timestamp(), datetime.fromisoformat(end).timestamp()
+        except ValueError:
+            since = until = -1.0
+        if 0 <= since < until:
+            return since, until
+    raise BadInputError(f'window {text[:60]!r}: give the last "24h", "90m" or "2d", or "START/END" in ISO 8601')
+
+
+def read_recorded(files: list[Path], since: float, until: float) -> list[TracedRequest]:
+    """The requests the front door recorded between since and until (wall-clock seconds), their
+    arrivals counted from the first of them; those whose body the door could not keep (not
+    strict JSON, over its limit: recorded as {}) are left out, as nothing could send them again."""
+    picked: list[tuple[float, TracedRequest]] = []
+    for path in files:
+        head, requests = read_trace(path)
+        started = head.get("started")
+        if isinstance(started, bool) or not isinstance(started, (int, float)):
+            raise BadInputError(f"{path}: the trace's header has no start time")
+        picked += [(started + r.t, r) for r in requests if r.body and since <= started + r.t <= until]
+    picked.sort(key=lambda pair: pair[0])
+    first = picked[0][0] if picked else 0.0
+    return [replace(r, t=round(at - first, 6)) for at, r in picked]

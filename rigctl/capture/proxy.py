@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 import h11
 import httpcore
 
-from rigctl.capture.answer import AnswerReader
-from rigctl.capture.trace_file import TraceFile
+from rigctl.gateway.answer import AnswerReader
+from rigctl.gateway.trace_file import TraceFile
 
 # RFC 9110 7.6.1: these belong to one connection, never forwarded; host and content-length are
 # set again here for the upstream connection, and by h11 for the app's

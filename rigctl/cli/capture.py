@@ -49,7 +49,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     from rigctl.capture.proxy import CaptureProxy, Exchange
-    from rigctl.capture.trace_file import TraceFile
+    from rigctl.gateway.trace_file import TraceFile
 
     host, port = parse_listen(args.listen)
     if args.duration is not None and args.duration <= 0:

@@ -9,10 +9,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rigctl.cli import common
 from rigctl.errors import BadInputError, RigctlError
 from rigctl.redact import without_userinfo
+
+if TYPE_CHECKING:
+    from rigctl.config import Settings
+    from rigctl.gateway.recording import Recording
 
 API_KEY_ENV = "RIGCTL_GATEWAY_API_KEY"
 
@@ -32,6 +37,11 @@ def register(sub: common.Subparsers) -> None:
     )
     p.add_argument("--api-key-file", type=Path, metavar="FILE", help="the key the apps must send (a file of mode 0600)")
     p.add_argument("--grace", type=float, default=30.0, metavar="S", help="at a stop, seconds the answers in flight get (30)")
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="keep every forwarded request in trace files for a bench to replay (also [gateway] record = true)",
+    )
     p.add_argument("--status", action="store_true", help="what the rig's front door sees now: in flight, held, by client")
     common.add_json_flag(p)
     p.set_defaults(handler=run)
@@ -98,9 +108,14 @@ def run(args: argparse.Namespace) -> int:
         grace_s=args.grace,
         wait_for_port=control is not None,
         silent_s=settings.gateway_silent_s,
+        recording=_recording(settings, without_userinfo(resolve() or "") or "the rig's vLLM")
+        if (args.record or settings.gateway_record)
+        else None,
     )
 
     def ready(bound: int) -> None:
+        if plan.recording is not None:
+            say(f"recording every forwarded request into {plan.recording.folder} (rigctl gateway --status says how many)")
         say(f"the apps' address: http://{shown(host, bound)} -> {behind}")
         if remote:
             say(f"listening beyond loopback ({host}): every request must carry the API key")
@@ -137,7 +152,38 @@ def _status(args: argparse.Namespace) -> int:
     clients = status.get("clients")
     if isinstance(clients, dict) and clients:
         print("by client: " + ", ".join(f"{k} {v}" for k, v in sorted(clients.items(), key=lambda kv: -int(kv[1]))))
+    reuse = status.get("reuse")
+    if isinstance(reuse, dict):
+        for client, seen in sorted(reuse.items()):
+            if isinstance(seen, dict) and seen.get("prompt_chars"):
+                share = 100 * seen.get("reused_chars", 0) / seen["prompt_chars"]
+                print(
+                    f"prefix reuse of {client}: {share:.0f}% of its prompts' characters repeat its earlier prompts "
+                    f"({seen.get('requests')} request(s))"
+                )
+    recording = status.get("recording")
+    if isinstance(recording, dict):
+        stopped = recording.get("stopped")
+        print(
+            f"recording: {recording.get('kept')} request(s) kept"
+            + (f"; stopped: {stopped}" if stopped else f" (now {recording.get('file')})")
+        )
     return 0
+
+
+def _recording(settings: Settings, upstream: str) -> Recording:
+    from rigctl.gateway.recording import RecordBounds, Recording, recordings_dir
+
+    folder = recordings_dir()
+    bounds = RecordBounds(
+        max_bytes=max(1, settings.gateway_record_mb) * 1024 * 1024,
+        max_age_s=max(60.0, settings.gateway_record_hours * 3600),
+        keep_bytes=max(1, settings.gateway_keep_mb) * 1024 * 1024,
+    )
+    try:
+        return Recording(folder, upstream, bounds, say)
+    except OSError as exc:
+        raise RigctlError(f"{folder}: cannot record there ({exc.strerror or exc})") from None
 
 
 def _profile_port(settings: object) -> int:

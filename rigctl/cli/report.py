@@ -86,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
     if args.profiles:  # a GPU's alert is no profile's: kept
         alerts = [e for e in alerts if e.profile is None or e.profile in args.profiles]
     asked = [p for p in args.profiles if p in {r.profile for r in rows}] or None
-    columns = by_boot(rows, limits) if args.by_boot else by_profile(rows, asked, limits)
+    from rigctl.record.prefix_fault import explain
+
+    columns = by_boot(rows, limits, explain) if args.by_boot else by_profile(rows, asked, limits, explain)
     if args.json:
         common.print_json(
             {

@@ -17,11 +17,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rigctl.gateway import wire
 from rigctl.gateway.exchange import AppConnection, Exchange
 from rigctl.gateway.hold import AppsSeen, Hold, HoldBounds
+from rigctl.gateway.recording import Recording
+from rigctl.gateway.reuse import PrefixReuse, prompt_text
 from rigctl.gateway.upstream import CONNECT_S, EnginePool, split_upstream
+from rigctl.jsonio import loads_strict
 
 RETRY_AFTER_S = 5
 HEALTH_S = 5.0  # for vLLM's /health to answer when a forwarded request has waited silent_s for its first byte
@@ -53,13 +57,20 @@ class Gateway:
     """The door itself: admission, the hold, forwarding, the exact count in flight."""
 
     def __init__(
-        self, resolve: Resolver, bounds: HoldBounds | None = None, api_key: str | None = None, silent_s: float = 30.0
+        self,
+        resolve: Resolver,
+        bounds: HoldBounds | None = None,
+        api_key: str | None = None,
+        silent_s: float = 30.0,
+        recording: Recording | None = None,
     ) -> None:
         self.resolve = resolve
         self.silent_s = silent_s
+        self.recording = recording
+        self.reuse = PrefixReuse()
         self.hold = Hold(bounds or HoldBounds())
         self.api_key = api_key
-        self.pool = EnginePool()
+        self.pool = EnginePool(recording=recording is not None)
         self.apps: set[AppConnection] = set()
         self.in_flight: set[Exchange] = set()  # forwarded to vLLM, answer not ended
         self.counts = Counts()
@@ -167,6 +178,8 @@ class Gateway:
         self.in_flight.discard(exchange)
         if not self.in_flight:
             self.idle.set()
+        if exchange.kept is not None and exchange.engine is not None:
+            self._keep(exchange, outcome)
         counts = self.counts
         setattr(counts, outcome, getattr(counts, outcome) + 1)
         counts.by_client[exchange.client] = counts.by_client.get(exchange.client, 0) + 1
@@ -176,6 +189,45 @@ class Gateway:
                 window.ended[outcome] += 1
             elif outcome == "refused":
                 window.refused += 1
+
+    def _keep(self, exchange: Exchange, outcome: str) -> None:
+        """A forwarded generation request, ended: its prompt counted for the client's prefix reuse,
+        and, while recording, its trace line."""
+        kept = exchange.kept
+        assert kept is not None
+        body: dict[str, Any] | None = None
+        unkept = "its body was over 16 MiB" if kept.over else ""
+        if not kept.over:
+            try:
+                parsed = loads_strict(bytes(kept.body))
+                body = parsed if isinstance(parsed, dict) else None
+            except (ValueError, RecursionError):
+                unkept = "its body is not strict JSON (NaN, Infinity or not JSON): vLLM got it as sent"
+        endpoint = exchange.target.split(b"?", 1)[0].decode("latin-1")
+        text = prompt_text(endpoint, body) if body is not None else None
+        reused = self.reuse.add(exchange.client, text) if text is not None else None
+        if self.recording is None:
+            return
+        entry: dict[str, Any] = {"endpoint": endpoint, "body": body or {}, "status": kept.status}
+        entry["stream"] = bool(body and body.get("stream") is True)
+        answer = kept.answer
+        if answer is not None:
+            answer.finish()
+            if answer.prompt_tokens is not None:
+                entry["prompt_tokens"] = answer.prompt_tokens
+            if answer.completion_tokens is not None:
+                entry["completion_tokens"] = answer.completion_tokens
+            elif answer.chunks:
+                entry["chunks"] = answer.chunks
+        error = {"cut": "cut (the drain's deadline or vLLM closed it)", "gone": "the app hung up", "failed": "vLLM did not answer"}
+        if outcome in error or (answer is not None and answer.error):
+            entry["error"] = error.get(outcome) or (answer.error if answer else "")
+        entry["client"] = exchange.client
+        if text is not None and reused is not None:
+            entry["prompt_chars"], entry["reused_chars"] = len(text), reused
+        if unkept:
+            entry["unkept"] = unkept
+        self.recording.keep(kept.wall, entry)
 
     # -- a vLLM that took a request and never answers
     async def watch_silence(self) -> None:
@@ -268,6 +320,10 @@ class Gateway:
             "apps": len(self.apps),
             "counts": {k: v for k, v in vars(self.counts).items() if k != "by_client"},
             "clients": dict(self.counts.by_client),
+            "reuse": self.reuse.to_json(),
+            "recording": None
+            if self.recording is None
+            else {"kept": self.recording.kept, "file": str(self.recording.path or ""), "stopped": self.recording.stopped},
         }
 
     async def close(self, grace_s: float) -> int:
@@ -279,6 +335,8 @@ class Gateway:
         for app in list(self.apps):
             app.close()
         self.pool.close()
+        if self.recording is not None:
+            self.recording.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

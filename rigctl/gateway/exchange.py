@@ -14,6 +14,7 @@ from typing import Literal, Protocol, cast
 import httptools
 
 from rigctl.gateway import wire
+from rigctl.gateway.answer import AnswerReader
 from rigctl.gateway.hold import Hold, Ticket
 from rigctl.gateway.upstream import EngineConnection
 
@@ -21,6 +22,7 @@ Outcome = Literal["finished", "cut", "gone", "refused", "failed"]
 HELD_READ = 1024 * 1024  # of a held request's body, kept while it waits (its app's socket keeps the rest)
 BODY_HIGH_WATER = 4 * 1024 * 1024  # a body not yet taken by vLLM: the app's reading pauses past this
 HEAD_LIMIT = 64 * 1024  # a request line and headers larger than this are refused
+BODY_KEPT = 16 * 1024 * 1024  # of a generation request's body, copied for the reuse count and the recording
 
 
 class Door(Protocol):
@@ -55,6 +57,7 @@ class Exchange:
         "engine",
         "headers",
         "keep_alive",
+        "kept",
         "method",
         "outcome",
         "sent",
@@ -82,11 +85,14 @@ class Exchange:
         self.continue_wanted = names.get(b"expect", b"").lower() == b"100-continue"
         agent = names.get(b"user-agent", b"").split(b" ", 1)[0]
         self.client = agent.decode("latin-1")[:60] or "unnamed"
+        self.kept = Kept() if method == b"POST" and target.split(b"?", 1)[0].endswith(b"completions") else None
 
     def feed(self, data: bytes) -> None:
         """Body bytes from the app: on to vLLM once forwarded, kept until then."""
         if self.outcome is not None:
             return  # answered already (refused, or vLLM answered before the body ended): dropped
+        if self.kept is not None:
+            self.kept.add(data)
         engine = self.engine
         if engine is not None:
             engine.send(wire.chunk(data) if self.chunked else data)
@@ -114,6 +120,28 @@ class Exchange:
         self.app.door.ended(self)
         if not self.done.done():
             self.done.set_result(None)
+
+
+class Kept:
+    """What the door keeps of a generation request to say more than its outcome: a copy of its
+    body (for the prefix-reuse count and the recording; dropped past BODY_KEPT) and, while
+    recording, what its answer said."""
+
+    __slots__ = ("answer", "body", "over", "status", "wall")
+
+    def __init__(self) -> None:
+        self.body = bytearray()
+        self.over = False  # the body passed BODY_KEPT: not kept
+        self.wall = time.time()
+        self.status: int | None = None
+        self.answer: AnswerReader | None = None
+
+    def add(self, data: bytes) -> None:
+        if self.over:
+            return
+        self.body += data
+        if len(self.body) > BODY_KEPT:
+            self.over, self.body = True, bytearray()
 
 
 class AppConnection(asyncio.Protocol):

@@ -17,6 +17,7 @@ from pathlib import Path
 from rigctl.gateway.control import ControlServer
 from rigctl.gateway.door import Gateway, Resolver
 from rigctl.gateway.hold import HoldBounds
+from rigctl.gateway.recording import Recording
 from rigctl.listen import shown
 
 PORT_RETRY_S = 0.25  # while vLLM still holds the apps' port (before its restart behind the door)
@@ -34,6 +35,7 @@ class DoorPlan:
     grace_s: float = 30.0
     wait_for_port: bool = False  # the port may be vLLM's until the next restart moves it behind the door
     silent_s: float = 30.0  # an answer's first byte awaited this long before vLLM's /health is asked
+    recording: Recording | None = None  # [gateway] record: every forwarded request in trace files
 
 
 def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[int], None] | None = None) -> int:
@@ -56,7 +58,7 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[in
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    door = Gateway(plan.resolve, plan.bounds, plan.api_key, plan.silent_s)
+    door = Gateway(plan.resolve, plan.bounds, plan.api_key, plan.silent_s, plan.recording)
     control = ControlServer(door, shown(plan.host, plan.port))
     if plan.control is not None:
         await control.start(plan.control)

@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from rigctl.gateway.answer import AnswerReader
+
 CONNECT_S = 10.0
 IDLE_REUSE_S = 4.0  # uvicorn closes an idle keep-alive connection after 5 s: never reuse one near that
 
@@ -30,11 +32,21 @@ class App(Protocol):
     def resume_reading(self, why: str) -> None: ...
 
 
+class Kept(Protocol):
+    """What the door keeps of a request's answer while recording (rigctl.gateway.exchange.Kept)."""
+
+    status: int | None
+    answer: AnswerReader | None
+
+
 class Exchange(Protocol):
     """What a connection to vLLM needs of the request it carries (rigctl.gateway.exchange.Exchange)."""
 
     answered: bool
     keep_alive: bool
+
+    @property
+    def kept(self) -> Kept | None: ...
 
     @property
     def app(self) -> App: ...
@@ -67,6 +79,8 @@ class EngineConnection(asyncio.Protocol):
         self.lost = False
         self.framed = False  # the answer says where it ends (content-length or chunked)
         self.head_done = False
+        self.reading = False  # the answer's body is read for the recording (its usage, its error)
+        self.streamed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -75,7 +89,8 @@ class EngineConnection(asyncio.Protocol):
         self.exchange = exchange
         self.parser = httptools.HttpResponseParser(self)
         self.reusable = False
-        self.framed = self.head_done = False
+        self.framed = self.head_done = self.streamed = False
+        self.reading = self.pool.recording and exchange.kept is not None
         self.send(head)
 
     def send(self, data: bytes) -> None:
@@ -97,16 +112,27 @@ class EngineConnection(asyncio.Protocol):
             exchange.end("cut")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if name.lower() in (b"content-length", b"transfer-encoding"):
+        lower = name.lower()
+        if lower in (b"content-length", b"transfer-encoding"):
             self.framed = True
+        elif lower == b"content-type" and b"event-stream" in value:
+            self.streamed = True
 
     def on_headers_complete(self) -> None:
         assert self.parser is not None and self.exchange is not None
         self.head_done = True
         self.reusable = self.parser.should_keep_alive()
+        kept = self.exchange.kept
+        if self.reading and kept is not None:
+            kept.status = self.parser.get_status_code()
+            kept.answer = AnswerReader(self.streamed)
         if self.exchange.method == b"HEAD":
             self.reusable = False
             self.on_message_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self.reading and self.exchange is not None and self.exchange.kept is not None and self.exchange.kept.answer:
+            self.exchange.kept.answer.feed(body)  # a copy read for the recording; the app got the bytes already
 
     def on_message_complete(self) -> None:
         exchange = self.exchange
@@ -156,9 +182,10 @@ class EnginePool:
     """Keep-alive connections to vLLM, by address: a new connection per request would cost a
     connect and vLLM's accept for every token stream."""
 
-    def __init__(self) -> None:
+    def __init__(self, recording: bool = False) -> None:
         self.idle: dict[tuple[str, int], list[EngineConnection]] = {}
         self.open: set[EngineConnection] = set()
+        self.recording = recording  # answers are read (a copy) for what they said
 
     async def get(self, key: tuple[str, int], host: bytes) -> EngineConnection:
         now = time.monotonic()

@@ -10,7 +10,7 @@ times. Figures resting on too little traffic are listed in `low_traffic`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,18 +149,21 @@ def _warm_rows(rows: Iterable[Row], warmup_s: float) -> Iterable[Row]:
             yield row
 
 
+Explain = Callable[["Regression"], "Regression"]  # a regression with its cause, where one can be told
+
+
 def by_profile(
-    rows: Sequence[Row], profiles: Sequence[str] | None = None, limits: Thresholds = Thresholds()
+    rows: Sequence[Row], profiles: Sequence[str] | None = None, limits: Thresholds = Thresholds(), explain: Explain | None = None
 ) -> list[ServedFigures]:
     """One column per profile, in the order asked (else the order they first served)."""
     order = list(profiles) if profiles else list(dict.fromkeys(r.profile for r in rows))
     out = [figures([r for r in rows if r.profile == name], name, limits) for name in order]
-    flags = {reg.current_boot: reg for reg in regressions(rows, limits)}
+    flags = {reg.current_boot: explain(reg) if explain else reg for reg in regressions(rows, limits)}
     return [_flagged(f, flags) for f in out]
 
 
-def by_boot(rows: Sequence[Row], limits: Thresholds = Thresholds()) -> list[ServedFigures]:
-    flags = {reg.current_boot: reg for reg in regressions(rows, limits)}
+def by_boot(rows: Sequence[Row], limits: Thresholds = Thresholds(), explain: Explain | None = None) -> list[ServedFigures]:
+    flags = {reg.current_boot: explain(reg) if explain else reg for reg in regressions(rows, limits)}
     out = []
     for boot in dict.fromkeys(r.boot for r in rows):
         mine = [r for r in rows if r.boot == boot]
@@ -182,6 +185,9 @@ class Regression:
     switched_at: float
     current_boot: str
     current_queries: float
+    previous_start: float = 0.0  # when the previous profile's last boot began serving (its rows')
+    current_end: float = 0.0  # the current boot's last row
+    cause: str = ""  # whose fault, where the front door's recording can tell (rigctl.record.prefix_fault)
 
     @property
     def points(self) -> float:
@@ -191,7 +197,7 @@ class Regression:
         return (
             f"prefix hit rate fell from {self.previous_rate:.1%} ({self.previous}) to {self.current_rate:.1%} "
             f"({self.current}) since the switch: {self.points * 100:.1f} points over "
-            f"{self.current_queries:,.0f} queried tokens"
+            f"{self.current_queries:,.0f} queried tokens" + (f"; {self.cause}" if self.cause else "")
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -223,7 +229,19 @@ def regressions(rows: Sequence[Row], limits: Thresholds = Thresholds()) -> list[
         if old is None or new is None:
             continue
         if old[0] - new[0] > limits.regression_points:
-            found.append(Regression(before.profile, after.profile, old[0], new[0], after.start, after.boot, new[1]))
+            found.append(
+                Regression(
+                    before.profile,
+                    after.profile,
+                    old[0],
+                    new[0],
+                    after.start,
+                    after.boot,
+                    new[1],
+                    previous_start=before.start,
+                    current_end=after.rows[-1].ts,
+                )
+            )
     return found
 
 

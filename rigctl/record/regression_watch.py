@@ -9,6 +9,7 @@ import time
 from rigctl.config import Settings
 from rigctl.errors import RigctlError
 from rigctl.record.derive import Regression, current_regression, thresholds_of
+from rigctl.record.prefix_fault import explain
 from rigctl.record.reader import RecordReader
 from rigctl.record.rows import Row
 from rigctl.serve.statefiles import ServerRecord
@@ -35,6 +36,7 @@ class RegressionWatch:
         found = current_regression(rows, row.boot, self.thresholds)
         if found is not None:
             self._judged.add(row.boot)
+            found = explain(found)  # the alert says whose fault, where the door's recording can tell
         return found
 
 
@@ -47,4 +49,5 @@ def hit_rate_fall(record: ServerRecord, settings: Settings) -> Regression | None
         rows = RecordReader().switch_rows(boot_key(record))
     except RigctlError:
         return None
-    return current_regression(rows, boot_key(record), thresholds_of(settings)) if rows else None
+    found = current_regression(rows, boot_key(record), thresholds_of(settings)) if rows else None
+    return explain(found) if found is not None else None

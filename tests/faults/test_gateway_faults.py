@@ -5,17 +5,22 @@ door, Ctrl-C twice. The door keeps serving or ends with one line; the switch alw
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.faults.rig import crashed
+from tests.faults.rig import MountNamespace, crashed
+from tests.faults.test_capture_faults import Answers
 from tests.support.door_rig import DoorRig
 from tests.support.serving import LongRequest
 
@@ -184,3 +189,45 @@ def test_an_engine_that_takes_a_request_and_never_answers_gets_the_app_a_502_a_s
         assert code == 0 and not crashed(out), out
     finally:
         mute.close()
+
+
+def test_a_full_disk_stops_the_recording_said_once_and_the_door_keeps_forwarding(tmp_path: Path) -> None:
+    """The recording's folder on a 256 kB tmpfs, 100 kB prompts: the fourth or so fills it. Every
+    request is still answered; the door says once that recording stopped; the file keeps whole lines."""
+    ns = MountNamespace()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    proc: subprocess.Popen[str] | None = None
+    try:
+        state = tmp_path / "state"
+        traces = state / "gateway-traces"
+        traces.mkdir(parents=True, mode=0o700)
+        done = ns.run("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(traces))
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        to = f"http://127.0.0.1:{server.server_address[1]}"
+        argv = [sys.executable, "-m", "rigctl", "gateway", "--to", to, "--listen", "127.0.0.1:0", "--record"]
+        env = {**os.environ, "RIGCTL_STATE_DIR": str(state), "RIGCTL_CONFIG_DIR": str(tmp_path / "config")}
+        proc = subprocess.Popen([*ns.prefix, *argv], env=env, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        said = [proc.stderr.readline(), proc.stderr.readline()]
+        bound = re.search(r"the apps' address: http://127\.0\.0\.1:(\d+)", said[-1])
+        assert bound, said
+        prompt = "many words " * 10_000
+        with httpx.Client(timeout=30, trust_env=False) as client:
+            for _ in range(8):
+                answer = client.post(f"http://127.0.0.1:{bound.group(1)}/v1/completions", json={"model": "m", "prompt": prompt})
+                assert answer.status_code == 200 and answer.json()["choices"][0]["text"] == "ok"
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        stopped = re.findall(r"recording stopped after (\d+) request\(s\) \(.*No space left on device\)", err)
+        assert len(stopped) == 1 and 0 < int(stopped[0]) < 8, err  # said once
+        kept = ns.run("sh", "-c", f"cat {traces}/door-*.jsonl").stdout.splitlines()
+        assert len(kept) == 1 + int(stopped[0]) and all(json.loads(line) for line in kept)  # whole lines only
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        server.shutdown()
+        ns.close()

@@ -10,8 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rigctl.bench.trace import dumps_line, header
 from rigctl.errors import BadInputError
+from rigctl.gateway.trace_lines import dumps_line, header
 
 
 class TraceFile:
