@@ -1,7 +1,8 @@
 """What the front door costs the apps behind it, beside its peer: the same requests sent directly
 to a streaming server, through `rigctl gateway`, and through nginx (proxy_buffering off, HTTP/1.1
 keep-alive to the upstream, one worker: the gateway is one thread), interleaved round by round in
-the same run. `--with-capture` adds `rigctl capture` (the h11/httpcore proxy the gateway replaced).
+the same run. `--with-capture` adds `rigctl capture` (the h11/httpcore proxy the gateway replaced),
+`--with-record` the gateway with its recording on.
 
 The server (bench_loadgen's: vLLM's wire format, HTTP/1.1 chunked, an event per token) runs in its
 own process, as fast as it can write or paced like an engine (--pace-ms per token). The client is
@@ -113,6 +114,7 @@ def main() -> None:
     parser.add_argument("--pace-ms", type=float, default=0.0, help="the server's sleep between tokens")
     parser.add_argument("--with-capture", action="store_true", help="also measure rigctl capture")
     parser.add_argument("--with-asyncio", action="store_true", help="also measure the gateway on asyncio's own loop")
+    parser.add_argument("--with-record", action="store_true", help="also measure the gateway recording ([gateway] record)")
     parser.add_argument("--figures", metavar="NAME", help="also print FIGURE lines as gateway.NAME.* (readme_figures.py)")
     args = parser.parse_args()
 
@@ -129,6 +131,10 @@ def main() -> None:
                 ["gateway", "--listen", "127.0.0.1:0"], tmp, upstream, {"RIGCTL_GATEWAY_LOOP": "asyncio"}
             )
             peers["gw-asyncio"] = (f"http://127.0.0.1:{plain_port}", psutil.Process(plain.pid), False)
+        recording = None
+        if args.with_record:
+            recording, record_port = start_rigctl(["gateway", "--listen", "127.0.0.1:0", "--record"], tmp / "rec", upstream)
+            peers["gw-record"] = (f"http://127.0.0.1:{record_port}", psutil.Process(recording.pid), False)
         nginx = start_nginx(tmp, upstream)
         if nginx is not None:
             peers["nginx"] = (f"http://127.0.0.1:{nginx[1]}", psutil.Process(nginx[0].pid), True)
@@ -158,6 +164,9 @@ def main() -> None:
         if args.with_asyncio:
             plain.send_signal(signal.SIGTERM)
             plain.wait(30)
+        if recording is not None:
+            recording.send_signal(signal.SIGTERM)
+            recording.wait(30)
         if capture is not None:
             capture.send_signal(signal.SIGINT)
             capture.wait(30)
