@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings()
     if args.grace < 0:
         raise BadInputError("--grace must be a number of seconds, 0 or more")
-    if args.listen:
+    if os.environ.get("LISTEN_PID") == str(os.getpid()) and not args.listen:
+        host, port = "127.0.0.1", 0  # systemd passes the listening socket (rigctl-gateway.socket): its address rules
+    elif args.listen:
         host, port = parse_listen(args.listen, "--listen", any_port=bool(args.to))
     elif settings.gateway_listen:
         host, port = parse_listen(settings.gateway_listen, f"{settings.sources.get('gateway_listen', 'config')}: gateway.listen")
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             f"refusing to open the rig to {host}: the front door listens on loopback unless --allow-remote says "
             "otherwise (and then an API key is required)"
         )
-    api_key = _api_key(args.api_key_file) if (remote or args.api_key_file) else None
+    api_key = _api_key(args.api_key_file) if (remote or args.api_key_file or args.allow_remote) else None
     if remote and api_key is None:
         raise BadInputError(f"--allow-remote needs the key the apps must send: --api-key-file FILE (mode 0600) or ${API_KEY_ENV}")
     if args.to:
@@ -108,16 +110,19 @@ def run(args: argparse.Namespace) -> int:
         grace_s=args.grace,
         wait_for_port=control is not None,
         silent_s=settings.gateway_silent_s,
+        allow_remote=bool(args.allow_remote),
         recording=_recording(settings, without_userinfo(resolve() or "") or "the rig's vLLM")
         if (args.record or settings.gateway_record)
         else None,
     )
 
-    def ready(bound: int) -> None:
+    def ready(bound_host: str, bound: int) -> None:
         if plan.recording is not None:
             say(f"recording every forwarded request into {plan.recording.folder} (rigctl gateway --status says how many)")
-        say(f"the apps' address: http://{shown(host, bound)} -> {behind}")
-        if remote:
+        if (bound_host, bound) != (host, port) and port:
+            say(f"listening on the socket systemd passed ({shown(bound_host, bound)}), not {shown(host, port)}")
+        say(f"the apps' address: http://{shown(bound_host, bound)} -> {behind}")
+        if not is_loopback(bound_host):
             say(f"listening beyond loopback ({host}): every request must carry the API key")
 
     try:

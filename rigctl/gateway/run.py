@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rigctl.errors import BadInputError
 from rigctl.gateway.control import ControlServer
 from rigctl.gateway.door import Gateway, Resolver
 from rigctl.gateway.hold import HoldBounds
 from rigctl.gateway.recording import Recording
-from rigctl.listen import shown
+from rigctl.listen import is_loopback, shown
 
 PORT_RETRY_S = 0.25  # while vLLM still holds the apps' port (before its restart behind the door)
 BACKLOG = 1024
@@ -36,9 +37,10 @@ class DoorPlan:
     wait_for_port: bool = False  # the port may be vLLM's until the next restart moves it behind the door
     silent_s: float = 30.0  # an answer's first byte awaited this long before vLLM's /health is asked
     recording: Recording | None = None  # [gateway] record: every forwarded request in trace files
+    allow_remote: bool = False  # a socket systemd passes may listen beyond loopback (then api_key is set)
 
 
-def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[int], None] | None = None) -> int:
+def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[str, int], None] | None = None) -> int:
     """Serve until a signal; the number of answers cut at the end. The event loop is uvloop's
     where installed (a dependency on Linux), asyncio's otherwise or when RIGCTL_GATEWAY_LOOP says
     asyncio (benchmarks/bench_gateway.py --loop compares the two in one run)."""
@@ -53,7 +55,7 @@ def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[int], None]
     return runner(_serve(plan, say, ready))
 
 
-async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[int], None] | None) -> int:
+async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[str, int], None] | None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -67,9 +69,9 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[in
         if sock is None:
             return 0
         server = await loop.create_server(door.protocol, sock=sock, backlog=BACKLOG)
-        port = sock.getsockname()[1]
+        host, port = sock.getsockname()[:2]
         if ready:
-            ready(port)
+            ready(host, port)
         silence = loop.create_task(door.watch_silence())
         await stop.wait()
         silence.cancel()
@@ -84,7 +86,45 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[in
                 plan.control.unlink()
 
 
+SD_LISTEN_FDS_START = 3  # sd_listen_fds(3): the first socket systemd passes
+
+
+def activated_socket(environ: dict[str, str] | None = None) -> socket.socket | None:
+    """The listening socket systemd passed (socket activation: rigctl-gateway.socket), else None.
+    systemd keeps that socket open across a restart of the door, so the apps' connections wait in
+    its backlog instead of being refused. Taken only when LISTEN_PID names this process, as
+    sd_listen_fds(3) does, and the variables are then removed so no child inherits them."""
+    env = os.environ if environ is None else environ
+    if env.get("LISTEN_PID") != str(os.getpid()):
+        return None
+    try:
+        count = int(env.get("LISTEN_FDS", "0"))
+    except ValueError:
+        return None
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        env.pop(name, None)
+    if count < 1:
+        return None
+    sock = socket.socket(fileno=SD_LISTEN_FDS_START)
+    if sock.type != socket.SOCK_STREAM:
+        sock.detach()
+        raise OSError(errno.EINVAL, "the socket systemd passed is not a stream socket (ListenStream= in the .socket unit)")
+    os.set_inheritable(sock.fileno(), False)
+    sock.setblocking(False)
+    return sock
+
+
 async def _bind(plan: DoorPlan, say: Callable[[str], None], stop: asyncio.Event) -> socket.socket | None:
+    activated = activated_socket()
+    if activated is not None:
+        host = activated.getsockname()[0]
+        if not is_loopback(host) and not (plan.allow_remote and plan.api_key):
+            activated.close()
+            raise BadInputError(
+                f"the socket systemd passed listens on {host}, beyond loopback: the front door opens the rig there only "
+                "with --allow-remote and an API key (--api-key-file, or $RIGCTL_GATEWAY_API_KEY)"
+            )
+        return activated
     said = False
     family = socket.AF_INET6 if ":" in plan.host else socket.AF_INET
     while True:

@@ -231,3 +231,69 @@ def test_a_full_disk_stops_the_recording_said_once_and_the_door_keeps_forwarding
             proc.communicate()
         server.shutdown()
         ns.close()
+
+
+ACTIVATE = (
+    "import os, sys\n"
+    "os.dup2(int(sys.argv[1]), 3)\n"
+    "os.environ.update(LISTEN_FDS='1', LISTEN_PID=str(os.getpid()))\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'rigctl', 'gateway', *sys.argv[2:]])\n"
+)
+
+
+def test_under_socket_activation_a_restart_of_the_door_refuses_no_connection(tmp_path: Path) -> None:
+    """The listening socket held as systemd holds it (rigctl-gateway.socket) and passed at fd 3 with
+    LISTEN_PID/LISTEN_FDS: a request sent while the door is down waits in the socket's backlog and
+    is answered by the next door; a socket on a public address without --allow-remote is refused."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    port = listener.getsockname()[1]
+    env = {**os.environ, "RIGCTL_STATE_DIR": str(tmp_path / "state"), "RIGCTL_CONFIG_DIR": str(tmp_path / "config")}
+    to = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def door(*args: str) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-c", ACTIVATE, str(listener.fileno()), "--to", to, *args]
+        return subprocess.Popen(argv, env=env, pass_fds=(listener.fileno(),), stderr=subprocess.PIPE, text=True)
+
+    doors: list[subprocess.Popen[str]] = []
+    try:
+        first = door()
+        doors.append(first)
+        assert first.stderr is not None
+        assert f"the apps' address: http://127.0.0.1:{port} ->" in first.stderr.readline()
+        assert httpx.post(f"http://127.0.0.1:{port}/v1/completions", json={"prompt": "x"}, timeout=30).status_code == 200
+        first.kill()
+        first.wait()
+        answers: list[int] = []
+        waiting = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(f"http://127.0.0.1:{port}/v1/completions", json={"prompt": "y"}, timeout=60).status_code
+            )
+        )
+        waiting.start()  # no door now: the connection waits in the backlog
+        waiting.join(1.0)
+        assert answers == []
+        second = door()
+        doors.append(second)
+        waiting.join(60)
+        assert answers == [200]  # the next door took it: nothing was refused
+    finally:
+        for proc in doors:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.communicate(timeout=30)
+        listener.close()
+        server.shutdown()
+
+
+def test_a_passed_socket_beyond_loopback_needs_allow_remote(tmp_path: Path) -> None:
+    listener = socket.create_server(("0.0.0.0", 0))
+    env = {**os.environ, "RIGCTL_STATE_DIR": str(tmp_path / "state"), "RIGCTL_CONFIG_DIR": str(tmp_path / "config")}
+    try:
+        argv = [sys.executable, "-c", ACTIVATE, str(listener.fileno()), "--to", "http://127.0.0.1:9"]
+        done = subprocess.run(argv, env=env, pass_fds=(listener.fileno(),), capture_output=True, text=True, timeout=60)
+    finally:
+        listener.close()
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "listens on 0.0.0.0, beyond loopback" in done.stderr and "--allow-remote" in done.stderr, done.stderr
