@@ -190,10 +190,14 @@ class DoorSeen:
     in_flight: int
     held: int
     holding: bool
+    by_client: tuple[tuple[str, int], ...] = ()  # in flight, per client (the User-Agent's product), most first
 
     def brief(self) -> str:
         held = f", {self.held} held" if self.holding or self.held else ""
-        return f"front door {self.listen}: {self.in_flight} in flight{held}"
+        named = [f"{name} {n}" for name, n in self.by_client[:3]]
+        more = " ..." if len(self.by_client) > 3 else ""
+        clients = f" ({', '.join(named)}{more})" if named and (len(named) > 1 or named[0].split()[0] != "unnamed") else ""
+        return f"front door {self.listen}: {self.in_flight} in flight{clients}{held}"
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -213,7 +217,10 @@ def seen(path: Path | None = None, timeout_s: float = 1.0) -> DoorSeen | None:
     pid, listen, in_flight, held, holding = fields
     if not (isinstance(pid, int) and isinstance(listen, str) and isinstance(in_flight, int) and isinstance(held, int)):
         return None
-    return DoorSeen(pid, listen, in_flight, held, bool(holding))
+    raw = status.get("in_flight_by_client")
+    clients = {str(k): v for k, v in raw.items() if isinstance(v, int)} if isinstance(raw, dict) else {}
+    by_client = tuple(sorted(clients.items(), key=lambda kv: (-kv[1], kv[0])))
+    return DoorSeen(pid, listen, in_flight, held, bool(holding), by_client)
 
 
 def _count(answer: dict[str, Any], key: str) -> int:

@@ -15,6 +15,7 @@ request once any byte of it was written.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -315,6 +316,7 @@ class Gateway:
         return {
             "upstream": self.resolve(),
             "in_flight": len(self.in_flight),
+            "in_flight_by_client": dict(Counter(e.client for e in self.in_flight)),
             "holding": self.hold.active,
             "held": len(self.hold.line),
             "apps": len(self.apps),

@@ -35,6 +35,8 @@ def test_a_switch_under_live_traffic_is_only_latency_to_the_apps(rig: DoorRig) -
     for request in longs:
         request.start()
     assert all(request.started.wait(60) for request in longs)
+    seen = rig.status()  # the serving bar's line: the door's requests in flight, by client
+    assert seen["front_door"]["in_flight"] == 3 and "3 in flight (python-httpx/" in seen["summary"], seen["summary"]
     prober = ShortRequests(rig.port)
     switched = while_probed(prober, lambda: rig.rigctl("switch", "alt"))
     for request in longs:
