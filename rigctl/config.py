@@ -80,6 +80,9 @@ class Settings:
     # [supervise]: the watch service restarts the last good profile after the engine died
     supervise_restart: bool = False
     supervise_max_restarts: int = 3  # restarts an hour at most
+    # also start the last good profile when the service finds the rig down (a reboot, a power cut);
+    # left out: on when restart is
+    supervise_start_on_boot: bool | None = None
     # [exporter]: rigctl exporter, for the owner's Prometheus
     exporter_listen: str = "127.0.0.1:9477"  # a port of rigctl's own; loopback unless --listen says otherwise
     exporter_rig: str = ""  # the `rig` label; empty: the hostname
@@ -135,7 +138,11 @@ LAYOUT: dict[str, dict[str, str]] = {
         "command": "alerts_command",
         "command_timeout_s": "alerts_command_timeout",
     },
-    "supervise": {"restart": "supervise_restart", "max_restarts": "supervise_max_restarts"},
+    "supervise": {
+        "restart": "supervise_restart",
+        "max_restarts": "supervise_max_restarts",
+        "start_on_boot": "supervise_start_on_boot",
+    },
     "exporter": {"listen": "exporter_listen", "rig": "exporter_rig"},
     "gateway": {
         "listen": "gateway_listen",

@@ -21,6 +21,7 @@ AlertKind = Literal[
     "hit-rate",  # the prefix hit rate collapsed after a switch
     "restart",  # the supervisor restarted the last good profile (an event)
     "restart-budget",  # the supervisor's budget is spent: it restarts no more this hour
+    "rig-down",  # nothing serves that should (a reboot, a crash while nothing watched): an event
 ]
 ChangeState = Literal["fired", "cleared", "event"]
 

@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         f"watching every {args.interval / 5:g} s, a row every {args.interval:g} s"
         + ("" if sampler else " (no GPU: no energy, no GPU alerts)")
         + (f"; restarts the last good profile after its engine dies ({settings.supervise_max_restarts} an hour)" if restart else "")
+        + ("; starts it when it finds the rig down" if restart and service.bring_up else "")
         + (f"; alerts go to {settings.alerts_command[0]}" if settings.alerts_command else "")
     )
     try:
@@ -88,6 +89,9 @@ def _restarter(args: argparse.Namespace) -> Callable[[], RestartResult]:
         finally:
             if ctx.sampler:
                 ctx.sampler.close()
-        return RestartResult(outcome.status == "switched", outcome.target, outcome.message)
+        # a start refused because a server runs already has nothing to try again; any other failure
+        # (a boot that crashed, VRAM still held by a dying process) is tried again after a backoff
+        settled = outcome.status == "refused" and "already running" in outcome.message
+        return RestartResult(outcome.status == "switched", outcome.target, outcome.message, retry=not settled)
 
     return restart

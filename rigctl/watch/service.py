@@ -30,7 +30,7 @@ from rigctl.record.service_lock import ServiceLock
 from rigctl.record.store import RecorderBusy, RecordTrouble, RecordWriter
 from rigctl.signals import Stop
 from rigctl.watch.sink import AlertSink
-from rigctl.watch.supervisor import RestartResult, Supervisor
+from rigctl.watch.supervisor import RestartResult, Supervisor, rig_down
 
 REOPEN_MAX_S = 60.0  # trouble opening the record is tried again at most this far apart
 T = TypeVar("T")
@@ -75,6 +75,9 @@ class WatchService:
         self._next_open = 0.0
         self._open_wait = 1.0
         self._found: list[str] = []  # regressions the rows just written show
+        self._down_said = False  # the rig-down event of this spell of nothing serving was sent
+        start_on_boot = settings.supervise_start_on_boot
+        self.bring_up = settings.supervise_restart if start_on_boot is None else start_on_boot
 
     # -- the record ---------------------------------------------------------------------------
 
@@ -180,11 +183,36 @@ class WatchService:
             changes += evaluator.on_regression(text, now)
         self._found = []
         changes += [evaluator.event(alert, now) for alert in events]
+        down = rig_down(serving)
+        died = any(a.kind == "engine-died" for a in evaluator.firing.values())
+        if down is not None and not self._down_said and not died and not (self.supervisor and self.supervisor.restarting):
+            starting = self.supervisor is not None and self.bring_up
+            changes.append(
+                evaluator.event(
+                    Alert(
+                        "rig-down",
+                        "rig-down",
+                        "rig down",
+                        f"nothing serves: {down.why}; "
+                        + (
+                            f"starting {down.profile}"
+                            if starting
+                            else "[supervise] restart = true would start it"
+                            if self.supervisor is None
+                            else "[supervise] start_on_boot = false: left down"
+                        ),
+                        "error",
+                    ),
+                    now,
+                )
+            )
+        self._down_said = down is not None
         self.sink.emit(changes, evaluator.firing)
         if self.supervisor is not None:
             for change in changes:
                 if change.state == "fired" and change.alert.kind == "engine-died":
                     self.supervisor.engine_died(change.profile or "the last good profile")
+            self.supervisor.tick(serving.active_profile, down, self.bring_up)
         return changes
 
     def _say_source(self, state: EngineState) -> None:

@@ -1,7 +1,10 @@
 """`[supervise] restart`: after the engine died (never after rigctl stopped or switched it), start
 the last good profile again, at most `max_restarts` an hour; each restart, and the budget spent,
 is said as an alert event. The restart runs on its own thread (a boot takes minutes) while the
-service keeps recording and judging."""
+service keeps recording and judging. A restart that fails is tried again after a backoff (10 s,
+doubling to 5 min) until one serves or the budget is spent. With `start_on_boot` it also brings
+up a rig it finds down: what a reboot or a power cut leaves (the state says a profile serves and
+its process is gone), or a switch whose rigctl died."""
 
 from __future__ import annotations
 
@@ -13,8 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigctl.alerts.model import Alert
+from rigctl.serve.serving import ServingStatus
+from rigctl.serve.statefiles import owner_alive
 
 HOUR_S = 3600.0
+
+
+BACKOFF_S = (10.0, 20.0, 40.0, 80.0, 160.0, 300.0)  # after the 1st, 2nd, ... failed restart in a row
 
 
 @dataclass(frozen=True)
@@ -22,6 +30,34 @@ class RestartResult:
     ok: bool
     profile: str
     message: str
+    retry: bool = True  # False: refused because something serves already (nothing to try again)
+
+
+@dataclass(frozen=True)
+class Down:
+    """Nothing serves that should: which profile to bring up, and why it is down."""
+
+    profile: str
+    why: str
+
+
+def rig_down(serving: ServingStatus) -> Down | None:
+    """Whether the rig should serve and does not, by the state file and the process: the state
+    says a profile serves and its process is gone (a reboot, a crash while nothing watched), or a
+    switch was interrupted (its rigctl died). A stop, a failed switch the owner saw, a server that
+    runs but is not ready yet: not down here (the alerts judge those)."""
+    state = serving.state
+    if serving.active_profile is not None or state is None or serving.process_alive:
+        return None
+    if state.status == "serving" and (state.profile or state.last_good):
+        profile = state.profile or state.last_good or ""
+        return Down(profile, f"the state says {profile} serves and no process of it runs")
+    interrupted = state.status == "interrupted" or (
+        state.status == "switching" and not owner_alive(state.owner_pid, state.owner_start)
+    )
+    if interrupted and state.last_good:
+        return Down(state.last_good, f"a switch to {state.target or 'another profile'} was interrupted and nothing serves")
+    return None
 
 
 class RestartBudget:
@@ -49,6 +85,10 @@ class Supervisor:
         self._lock = threading.Lock()
         self._busy = False  # a restart runs, its ending said or not: set and cleared under the lock
         self._pending: str | None = None  # a death seen while it ran: handled as it ends
+        self._failures = 0  # failed restarts in a row
+        self._retry: str | None = None  # the profile to try again once _next_try comes
+        self._next_try = 0.0
+        self._why = "after its engine died"  # what the restart answers, for its event
         # the profiles its restarts booted, for the service's thread to tell its evaluator (a death
         # before the service's next look is then still a death)
         self.served: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -65,7 +105,26 @@ class Supervisor:
                 self._pending = profile
                 return
             self._busy = True
+            self._why = "after its engine died"
         self._handle(profile)
+
+    def tick(self, serving: str | None, down: Down | None, bring_up: bool, now: float | None = None) -> None:
+        """Each look of the service: `serving` what serves (verified), `down` whether the rig
+        should serve and does not; `bring_up`: start_on_boot. A failed restart is tried again
+        after its backoff; a rig found down is brought up."""
+        now = time.monotonic() if now is None else now
+        if serving is not None:
+            self._failures, self._retry = 0, None
+            return
+        target = self._retry or (down.profile if down is not None and bring_up else None)
+        if target is None or now < self._next_try:
+            return
+        with self._lock:
+            if self._busy:
+                return
+            self._busy = True
+            self._why = "after its restart failed" if self._retry else "after the rig was found down"
+        self._handle(target)
 
     def _handle(self, profile: str) -> None:
         """Restart within the budget, or say it is spent; `_busy` is set by the caller."""
@@ -77,7 +136,7 @@ class Supervisor:
                         "restart-budget",
                         "restart-budget",
                         "restarts spent",
-                        f"{profile} died again; {self.budget.per_hour} restart(s) this hour already ([supervise] "
+                        f"{profile} is down again; {self.budget.per_hour} restart(s) this hour already ([supervise] "
                         "max_restarts): not restarted; `rigctl logs` shows why it dies",
                         "error",
                     )
@@ -106,18 +165,30 @@ class Supervisor:
             result = RestartResult(False, profile, f"{type(exc).__name__}: {exc}")
         took = time.monotonic() - began
         of = f"restart {attempt} of {self.budget.per_hour} this hour"
+        if result.ok or not result.retry:
+            self._failures, self._retry = 0, None
+        else:
+            self._failures += 1
+            self._retry = result.profile or profile
+            wait = BACKOFF_S[min(self._failures, len(BACKOFF_S)) - 1]
+            self._next_try = time.monotonic() + wait
         if result.ok:
             self.served.put(result.profile)
             alert = Alert(
                 "restart",
                 "restart",
                 "engine restarted",
-                f"{result.profile} serves again after its engine died ({of}, {took:.0f} s)",
+                f"{result.profile} serves again {self._why} ({of}, {took:.0f} s)",
                 "warning",
             )
         else:
+            again = f"; tried again in {wait:.0f} s" if result.retry else ""
             alert = Alert(
-                "restart", "restart", "restart failed", f"{result.profile} could not be restarted ({of}): {result.message}", "error"
+                "restart",
+                "restart",
+                "restart failed",
+                f"{result.profile} could not be restarted ({of}): {result.message}{again}",
+                "error",
             )
         try:
             self.say(alert)

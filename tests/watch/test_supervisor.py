@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from rigctl.alerts.model import Alert
-from rigctl.watch.supervisor import RestartResult, Supervisor
+from rigctl.watch.supervisor import Down, RestartResult, Supervisor
 from tests.support.waiting import wait_until
 from tests.watch.harness import WatchRig, fired
 
@@ -114,3 +114,82 @@ def test_a_death_while_the_restart_is_still_ending_is_not_dropped() -> None:
     wait_until("the second death handled", lambda: not supervisor.restarting, timeout=30)
     assert restarts == [1]  # the budget (one an hour) was spent by the first
     assert [a.kind for a in said] == ["restart", "restart-budget"]
+
+
+def test_a_rig_down_when_the_service_starts_is_brought_up(watch_rig: WatchRig) -> None:
+    """What a reboot leaves: the state says good serves, its process is gone, and no service saw
+    it die. With restart on, the service says the rig was down and starts the last good profile."""
+    rig = watch_rig
+    rig.configure(supervise="restart = true\n")
+    assert rig.rigctl("switch", "good").returncode == 0
+    kill_engine(rig)  # nothing watches yet
+    watch = rig.watch()
+    down = rig.wait_change("the rig found down", fired("rig-down", "event"), watch)
+    assert down["text"] == "nothing serves: the state says good serves and no process of it runs; starting good", down
+    back = rig.wait_change("the start said", fired("restart", "event"), watch)
+    assert back["title"] == "engine restarted" and "good serves again after the rig was found down" in back["text"], back
+    assert serving(rig) == "good"
+    assert count(rig, "rig-down", "event") == 1 and count(rig, "engine-died", "fired") == 0
+    code, out = rig.stop_watch(watch)
+    assert code == 0 and "Traceback" not in out, out
+
+
+def test_without_restart_a_rig_down_at_start_is_said_once_and_left_down(watch_rig: WatchRig) -> None:
+    rig = watch_rig
+    rig.configure()
+    assert rig.rigctl("switch", "good").returncode == 0
+    kill_engine(rig)
+    watch = rig.watch()
+    down = rig.wait_change("the rig found down", fired("rig-down", "event"), watch)
+    assert down["text"].endswith("; [supervise] restart = true would start it"), down
+    time.sleep(2)  # ten of the service's looks
+    assert count(rig, "rig-down", "event") == 1 and serving(rig) is None
+    rig.stop_watch(watch)
+
+
+def test_a_failed_restart_is_tried_again_after_its_backoff(watch_rig: WatchRig) -> None:
+    """The first start of the last good profile crashes (its boot fails, as a GPU still freeing
+    memory makes it); the service says so, waits its backoff, and the next try serves."""
+    rig = watch_rig
+    rig.configure(supervise="restart = true\n")
+    assert rig.rigctl("switch", "good").returncode == 0
+    kill_engine(rig)
+    rig.add_profile("good", '[env]\nRIGCTL_SIM_CRASH_AT = "load"\n')
+    watch = rig.watch()
+    failed = rig.wait_change("the failed start", lambda c: c["kind"] == "restart" and c["title"] == "restart failed", watch)
+    assert "good could not be restarted" in failed["text"] and failed["text"].endswith("; tried again in 10 s"), failed
+    rig.add_profile("good", "")  # the cause passes
+    back = rig.wait_change(
+        "the second try", lambda c: c["kind"] == "restart" and c["title"] == "engine restarted", watch, timeout=120
+    )
+    assert "good serves again after its restart failed (restart 2 of 3 this hour" in back["text"], back
+    assert serving(rig) == "good"
+    rig.stop_watch(watch)
+
+
+def test_the_supervisor_retries_with_a_backoff_until_the_budget_is_spent() -> None:
+    """Driven by the supervisor's own clock argument: tries at once, then not before its backoff,
+    then again; the budget spent is said once."""
+    said: list[Alert] = []
+    tries: list[int] = []
+
+    def restart() -> RestartResult:
+        tries.append(1)
+        return RestartResult(False, "good", "the boot crashed")
+
+    supervisor = Supervisor(restart, 2, said.append)
+    down = Down("good", "the state says good serves and no process of it runs")
+    supervisor.tick(None, down, bring_up=True, now=0.0)
+    wait_until("the first try ended", lambda: not supervisor.restarting, timeout=30)
+    supervisor.tick(None, down, bring_up=True, now=time.monotonic())  # within the backoff: nothing
+    assert len(tries) == 1 and said[-1].text.endswith("tried again in 10 s")
+    supervisor.tick(None, down, bring_up=True, now=time.monotonic() + 11)
+    wait_until("the second try ended", lambda: not supervisor.restarting, timeout=30)
+    assert len(tries) == 2 and said[-1].text.endswith("tried again in 20 s")
+    for _ in range(3):
+        supervisor.tick(None, down, bring_up=True, now=time.monotonic() + 25)
+        wait_until("the refusal", lambda: not supervisor.restarting, timeout=30)
+    assert len(tries) == 2 and [a.kind for a in said] == ["restart", "restart", "restart-budget"]
+    supervisor.tick("good", None, bring_up=True)  # it serves (the owner started it): nothing more to try
+    supervisor.tick(None, None, bring_up=True, now=time.monotonic() + 1000)
+    assert len(tries) == 2
