@@ -63,6 +63,12 @@ def run(args: argparse.Namespace) -> int:
         )
     rig = args.rig or settings.exporter_rig or socket.gethostname()
     try:
+        rig.encode("utf-8")
+    except UnicodeEncodeError:
+        # argv bytes that are not UTF-8 reach Python as lone surrogates, which no exposition can carry
+        shown = rig.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise BadInputError(f"--rig {shown!r}: not UTF-8 text; a Prometheus label value must be") from None
+    try:
         sampler = common.open_sampler(args, with_host=False)
     except NoDriverError:
         sampler = None  # what serves is still worth exporting (a CPU build of vLLM)

@@ -4,7 +4,11 @@ and a Prometheus that answers garbage, HTML, nothing at all, or trickles (one li
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,3 +102,42 @@ def test_a_prometheus_that_trickles_is_cut_at_the_configured_timeout(rig: Rig) -
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
     assert "no complete answer within 2 s" in line or "did not answer" in line, line
+
+
+def test_silent_connections_never_delay_a_scrape(rig: Rig) -> None:
+    """Three connections that send nothing (a port scanner, a stuck probe) stay open while
+    Prometheus scrapes: every scrape is answered within its own 10 s timeout; forty more
+    connections than the exporter serves at once are closed, never queued before a scrape."""
+    port = free_port()
+    proc = rig.popen("exporter", "--listen", f"127.0.0.1:{port}", "--rig", "box")
+    silent: list[socket.socket] = []
+    try:
+        rig.wait_for(proc, "serving rig")
+        wait_until("a first scrape", lambda: _scrape(port), proc)
+        silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        for _ in range(4):
+            answer = _scrape(port)
+            assert answer is not None and answer.status_code == 200 and 'rig="box"' in answer.text
+        silent += [socket.create_connection(("127.0.0.1", port)) for _ in range(40)]
+        answer = wait_until("a scrape beside 43 silent connections", lambda: _scrape(port), proc)
+        assert answer.status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        code, out = rig.finish(proc)
+        assert code == 0 and "Traceback" not in out, out
+    finally:
+        for conn in silent:
+            conn.close()
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_a_rig_label_that_is_not_utf8_is_refused_in_one_line(rig: Rig) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rigctl", "exporter", "--once", "--rig", os.fsdecode(b"box\xff")],
+        env=rig.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "--rig 'box\\\\xff': not UTF-8 text" in done.stderr, done.stderr
