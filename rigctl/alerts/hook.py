@@ -6,16 +6,37 @@ never memory)."""
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
+from typing import IO
 
 from rigctl import jsonio
 from rigctl.alerts.model import AlertChange
 from rigctl.redact import redact_text
 
 BACKLOG = 64
+OUTPUT_CAP = 64 * 1024  # of a hook's stderr kept (its first bytes); the rest is read and dropped
+
+
+class CappedRead:
+    """Reads a pipe to its end, keeping the first `cap` bytes and counting the rest: a hook that
+    floods its output is drained (it never blocks on a full pipe) without growing memory."""
+
+    def __init__(self, pipe: IO[bytes], cap: int) -> None:
+        self.pipe, self.cap = pipe, cap
+        self.kept = b""
+        self.dropped = 0
+
+    def run(self) -> None:
+        with self.pipe:
+            while chunk := os.read(self.pipe.fileno(), 65536):
+                room = self.cap - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+                self.dropped += max(0, len(chunk) - max(0, room))
 
 
 class AlertHook:
@@ -41,26 +62,41 @@ class AlertHook:
     def _call(self, change: AlertChange) -> None:
         name = self.argv[0]
         try:
-            done = subprocess.run(
+            proc = subprocess.Popen(
                 list(self.argv),
-                input=jsonio.dumps(change.to_json()) + "\n",
-                capture_output=True,
-                text=True,
-                timeout=self.timeout_s,
-                check=False,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,  # nothing of it is used: a hook that floods it costs nothing
+                stderr=subprocess.PIPE,
             )
+        except OSError as exc:
+            self._failed(f"the alert command {name} could not run: {exc.strerror or exc}")
+            return
+        assert proc.stdin is not None and proc.stderr is not None
+        err = CappedRead(proc.stderr, OUTPUT_CAP)
+        reader = threading.Thread(target=err.run, name="alert-hook-stderr", daemon=True)
+        reader.start()
+        try:
+            proc.stdin.write((jsonio.dumps(change.to_json()) + "\n").encode())
+            proc.stdin.close()
+        except OSError:
+            pass  # a hook that does not read its stdin: its exit says the rest
+        try:
+            code = proc.wait(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            reader.join(5)
             self._failed(
                 f"the alert command {name} did not finish in {self.timeout_s:g} s ([alerts] command_timeout_s); it was killed"
             )
             return
-        except OSError as exc:
-            self._failed(f"the alert command {name} could not run: {exc.strerror or exc}")
-            return
+        reader.join(5)
         self.ran += 1
-        if done.returncode != 0:
-            last = redact_text((done.stderr.strip().splitlines() or [""])[-1][:200])  # a webhook's token stays out of the journal
-            self._failed(f"the alert command {name} exited {done.returncode}" + (f": {last}" if last else ""))
+        if code != 0:
+            text = err.kept.decode("utf-8", "replace")
+            last = redact_text((text.strip().splitlines() or [""])[-1][:200])  # a webhook's token stays out of the journal
+            dropped = f" ({err.dropped:,} bytes more of its stderr dropped)" if err.dropped else ""
+            self._failed(f"the alert command {name} exited {code}" + (f": {last}" if last else "") + dropped)
             return
         if self._failing:
             self._failing = False
