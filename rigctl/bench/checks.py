@@ -14,6 +14,7 @@ from rigctl.profiles.schema import ProfileError
 from rigctl.profiles.summary import Change, launch_diff
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import preflight
+from rigctl.serve.looked import serving_name
 from rigctl.serve.steps import Prepared, ServeContext, prepare
 
 # Where the server listens and what it calls itself change nothing about how it serves.
@@ -28,6 +29,12 @@ class CheckedPlan:
     candidates: dict[str, Prepared]  # by profile name, in the plan's order
     changes: dict[str, tuple[Change, ...]]  # what each candidate changes against the control
     warnings: tuple[str, ...]
+    before: Prepared | None = None  # what served when the plan was checked: put back at the end
+
+    @property
+    def put_back(self) -> Prepared:
+        """What serves at the end of the run: what served before it, else the control."""
+        return self.before or self.control
 
     @property
     def candidate(self) -> Prepared:
@@ -96,4 +103,11 @@ def check_plan(ctx: ServeContext, plan: BenchPlan) -> CheckedPlan:
         if len(changed) > 1:
             listed = ", ".join(c.what for c in changed[:6]) + (", ..." if len(changed) > 6 else "")
             warnings.append(f"{name} changes {len(changed)} things at once ({listed}): a verdict cannot say which of them did it")
-    return CheckedPlan(plan, control, candidates, changes, tuple(warnings))
+    before: Prepared | None = None
+    serving = serving_name(ctx)
+    if serving is not None:
+        try:
+            before = control if serving == plan.control else candidates.get(serving) or prepare(ctx, serving)
+        except RigctlError as exc:  # its profile edited into a broken one, or removed, while it serves
+            warnings.append(f"{serving} serves now and cannot be read to be put back after the run ({exc}): the control will serve")
+    return CheckedPlan(plan, control, candidates, changes, tuple(warnings), before)

@@ -162,7 +162,8 @@ def render(data: dict[str, Any]) -> str:
         reason = data.get("reason") or data.get("message") or "no reason was recorded"
         lines.append(f"verdict: {status.upper()}: {reason}")
     if data.get("serving"):
-        lines.append(f"serving now: {data['serving']}")
+        restored = data.get("restored")
+        lines.append(f"serving now: {data['serving']}" + (" (it served before the bench: put back)" if restored else ""))
     lines.append(f"raw data: {data['raw_dir']}")
     return "\n".join(lines)
 
@@ -245,6 +246,7 @@ def reload(raw: RawDir) -> dict[str, Any]:
         status=run_status(status),
         message=message,
         serving=kept.get("serving"),
+        restored=kept.get("restored") if isinstance(kept.get("restored"), str) else None,
         changes=changes,
         warnings=run.get("warnings", []),
     )

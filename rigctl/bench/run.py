@@ -1,6 +1,7 @@
 """A bench run: the arms in the plan's order, each on a server freshly started for it by the
 switch transaction, under the rig lock for the whole run (a switch from anywhere else is
-refused until it ends); then the verdict, and the control serving again.
+refused until it ends); then the verdict, and what served before the run serving again (the
+control when nothing did).
 
 The profiles are resolved once, before the first arm (rigctl bench check's CheckedPlan): an edit
 of their files during the run changes nothing of it, and the control as resolved is what every
@@ -62,6 +63,7 @@ class BenchResult:
     status: RunStatus = "complete"
     message: str = ""
     serving: str | None = None  # the profile serving when the run ended
+    restored: str | None = None  # what served before the run, put back at its end (None: the control was)
     changes: dict[str, list[dict[str, str | None]]] = field(default_factory=dict)  # per candidate
     warnings: list[str] = field(default_factory=list)
 
@@ -133,6 +135,7 @@ class BenchResult:
             ],
             "arms": [a.to_json() for a in self.arms],
             "serving": self.serving,
+            "restored": self.restored,
             "raw_dir": str(self.raw.path),
         }
 
@@ -179,16 +182,22 @@ class _Left(Exception):
     """A second Ctrl-C inside a switch: the switch said what it left; the bench leaves too."""
 
 
-def _restore(ctx: ServeContext, result: BenchResult, control: Prepared) -> None:
-    """Put the control back if anything else serves (or nothing does)."""
-    if serving_name(ctx) == control.profile.name:
+def _restore(ctx: ServeContext, result: BenchResult, checked: CheckedPlan) -> None:
+    """Put back what served before the run (else the control) if anything else serves (or nothing
+    does); a failed boot of it falls back to the control."""
+    target, control = checked.put_back, checked.control
+    name = target.profile.name
+    if serving_name(ctx) == name:
         return
-    ctx.say("step", f"putting the control {control.profile.name} back")
-    outcome = _switch(ctx, control, control)
+    what = f"the control {name}" if target is control else f"{name}, which served before the bench"
+    ctx.say("step", f"putting {what} back")
+    outcome = _switch(ctx, target, control)
     if outcome.status == "interrupted":
         raise _Left(outcome.message)
     if outcome.exit_code != ExitCode.OK:
-        result.message += f"; the control {control.profile.name} could not be put back: {outcome.message}"
+        result.message += f"; {what} could not be put back: {outcome.message}"
+    elif target is not control:
+        result.restored = name
 
 
 def run_bench(
@@ -262,7 +271,7 @@ def run_bench(
             result.status, result.message = "interrupted", left
         result.serving = serving_name(ctx)
         best = result.verdict
-        wanted = best.candidate if keep_candidate and best and best.verdict == "promote" else plan.control
+        wanted = best.candidate if keep_candidate and best and best.verdict == "promote" else checked.put_back.profile.name
         if result.serving == wanted:
             live.close()
         else:
@@ -300,10 +309,10 @@ def _run(
         result.status = "failed"
         result.message = f"arm {arm} of {len(plan.arms())} broke off: {_reason(exc)}"
         ctx.say("failure", result.message)
-        _restore(ctx, result, checked.control)
+        _restore(ctx, result, checked)
         return
     if result.status != "complete" or plan.runs:  # a calibration has no candidate to judge
-        _restore(ctx, result, checked.control)
+        _restore(ctx, result, checked)
         return
     result.verdicts = judge(plan, result.arms, result.changes, ctx.rig.backend if ctx.rig else None)
     best = result.verdict
@@ -314,9 +323,9 @@ def _run(
             raise _Left(outcome.message)
         if outcome.exit_code != ExitCode.OK:
             result.message = f"promoted, but {best.candidate} did not start again: {outcome.message}"
-            _restore(ctx, result, checked.control)
+            _restore(ctx, result, checked)
         return
-    _restore(ctx, result, checked.control)
+    _restore(ctx, result, checked)
 
 
 def _finish(result: BenchResult) -> None:

@@ -239,3 +239,18 @@ def test_a_candidate_that_fails_to_boot_stops_the_run_and_the_control_serves(ben
     assert [a["number"] for a in data["arms"]] == [1]  # the arm that finished is kept
     assert bench_rig.status()["active_profile"] == "seqs2" and data["serving"] == "seqs2"
     bench_rig.check_invariants()
+
+
+def test_a_bench_puts_back_what_served_before_it(bench_rig: BenchRig) -> None:
+    """Production serves (prod); the plan's control is a copy of it (seqs2): at the end prod serves
+    again, not the copy, and the run says so; --keep-candidate is the only way to leave another."""
+    bench_rig.add_profile("prod", "max_num_seqs = 4\n")
+    assert bench_rig.rigctl("switch", "prod").returncode == 0
+    plan = bench_rig.plan("copy", control="seqs2", candidate="seqs8")
+    done, data = bench_rig.bench(str(plan))
+    assert done.returncode in (0, 5, 6), done.stderr + done.stdout
+    assert data["serving"] == "prod" and data["restored"] == "prod", data
+    assert bench_rig.status()["active_profile"] == "prod"
+    shown = bench_rig.rigctl("bench", "report", data["raw_dir"]).stdout
+    assert "serving now: prod (it served before the bench: put back)" in shown, shown
+    bench_rig.check_invariants()
