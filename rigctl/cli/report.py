@@ -4,6 +4,7 @@ from Prometheus when `[prometheus] url` is set)."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from datetime import datetime
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.config import load_settings
     from rigctl.record import events
     from rigctl.record.derive import by_boot, by_profile, thresholds_of
-    from rigctl.record.reader import RecordReader
+    from rigctl.record.reader import ROWS_AT_MOST, RecordReader
     from rigctl.record.table import render
 
     now = time.time()
@@ -68,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
         where = url
     else:
         reader = RecordReader()
-        rows = reader.rows(since, until, args.profiles or None)
+        # RIGCTL_REPORT_ROWS_AT_MOST: benchmarks/bench_report_rows.py --exact reads every row, as before
+        most = int(os.environ.get("RIGCTL_REPORT_ROWS_AT_MOST", "0") or 0) or ROWS_AT_MOST
+        rows = reader.rows_at_most(since, until, args.profiles or None, most)
         where = str(reader.path)
     from rigctl.record.rows import bench_plan_of
 

@@ -6,14 +6,19 @@ from __future__ import annotations
 import gc
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rigctl.record import events, trends
+from rigctl.record.coarse import bucketed_rows
 from rigctl.record.events import RecordedEvent
 from rigctl.record.rows import Row
 from rigctl.record.store import COLUMNS, check_schema, record_path, refuse_links, row_of, trouble
 from rigctl.record.trends import Trends
+
+T = TypeVar("T")
+ROWS_AT_MOST = 20_000  # a window of more rows is summed by SQLite into buckets (record/coarse.py)
 
 
 class RecordReader:
@@ -78,11 +83,43 @@ class RecordReader:
             return []
         return [events.build(tuple(v)) for v in self._query(*events.select(since, until))]
 
+    def rows_at_most(
+        self, since: float | None = None, until: float | None = None, profiles: list[str] | None = None, most: int = ROWS_AT_MOST
+    ) -> list[Row]:
+        """As rows(), but a window of more than `most` rows comes summed into at most about `most`
+        buckets by SQLite (rigctl/record/coarse.py): `rigctl report` over a year of rows in
+        seconds and in memory independent of the row count."""
+        where: list[str] = ["1=1"]
+        args: dict[str, Any] = {}
+        if since is not None:
+            where.append("ts > :since")
+            args["since"] = since
+        if until is not None:
+            where.append("ts <= :until")
+            args["until"] = until
+        if profiles:
+            names = {f"p{i}": name for i, name in enumerate(profiles)}
+            where.append(f"profile IN ({', '.join(':' + k for k in names)})")
+            args.update(names)
+        clause = " AND ".join(where)
+        found = self._run(lambda db: db.execute(f"SELECT COUNT(*), MIN(ts), MAX(ts) FROM samples WHERE {clause}", args).fetchone())
+        if not found or found[0] <= most:
+            return self.rows(since, until, profiles)
+        _, first, last = found
+        # half as many buckets as rows allowed: metered and unmetered rows of a bucket stay apart
+        bucket_s = max(10.0, 2 * (last - first) / most)
+        return self._run(lambda db: bucketed_rows(db, clause, args, bucket_s)) or []
+
     def _query(self, query: str, args: list[Any]) -> list[tuple[Any, ...]]:
         """Rows of `query`; none from a record that does not exist or has no table yet (an empty
         file); RecordTrouble, in one line, for one that cannot be read."""
+        return self._run(lambda db: db.execute(query, args).fetchall()) or []
+
+    def _run(self, read: Callable[[sqlite3.Connection], T]) -> T | None:
+        """`read` on a read-only connection; None from a record that does not exist or has no
+        table yet (an empty file); RecordTrouble, in one line, for one that cannot be read."""
         if not self.exists():
-            return []
+            return None
         try:
             refuse_links(self.path)
             db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
@@ -90,8 +127,8 @@ class RecordReader:
             raise trouble(self.path, "cannot open the record", exc) from None
         try:
             if not check_schema(db, self.path):
-                return []
-            return db.execute(query, args).fetchall()
+                return None
+            return read(db)
         except sqlite3.Error as exc:
             raise trouble(self.path, "the record cannot be read", exc) from None
         finally:
