@@ -66,6 +66,9 @@ class Settings:
     verify_tools: bool = False  # a request with tools and tool_choice "auto"
     verify_min_context: int = 0  # max_model_len on /v1/models at least this
     verify_requests: str = ""  # a JSONL of the owner's own requests (relative to the config dir)
+    verify_answers: str = ""  # a JSONL of prompts with their known answers, sent greedy (relative to the config dir)
+    verify_tools_streamed: bool = False  # a streamed chat with a named tool must stream a tool call
+    verify_min_acceptance: float = 0.0  # speculative decoding: accepted share of drafted tokens at least this
     verify_timeout: float = 60.0  # seconds for the whole verification
     verify_declared: bool = False  # config.toml has a [verify] table: the apps' needs are written down
     # [alerts]: what goes wrong while the engine looks healthy (rigctl/alerts/)
@@ -126,6 +129,9 @@ LAYOUT: dict[str, dict[str, str]] = {
         "tools": "verify_tools",
         "min_context": "verify_min_context",
         "requests": "verify_requests",
+        "answers": "verify_answers",
+        "tools_streamed": "verify_tools_streamed",
+        "min_acceptance": "verify_min_acceptance",
         "timeout_s": "verify_timeout",
     },
     "alerts": {

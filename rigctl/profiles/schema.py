@@ -10,7 +10,16 @@ from rigctl.errors import BadInputError, one_line
 from rigctl.severity import Severity
 
 TOP_LEVEL_KEYS = ("description", "extends", "model", "notes", "vllm", "env", "rigctl", "verify")
-VERIFY_KEYS = ("chat", "tools", "min_context", "requests", "timeout_s")  # as config.toml's [verify]
+VERIFY_KEYS = (
+    "chat",
+    "tools",
+    "min_context",
+    "requests",
+    "timeout_s",
+    "answers",
+    "tools_streamed",
+    "min_acceptance",
+)  # as config.toml's [verify]
 RIGCTL_KEYS = ("boot_timeout", "vllm_command")
 
 # The knobs every display shows first, in this order.

@@ -108,12 +108,14 @@ def _rigctl_table(profile: Profile) -> list[Diagnostic]:
 
 
 def _check_value(key: str, value: Any) -> str | None:
-    if key in ("chat", "tools") and not isinstance(value, bool):
+    if key in ("chat", "tools", "tools_streamed") and not isinstance(value, bool):
         return "must be true or false"
     if key == "min_context" and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**40):
         return "must be a whole number of tokens"
-    if key == "requests" and not isinstance(value, str):
+    if key in ("requests", "answers") and not isinstance(value, str):
         return "must be the path of a JSONL file"
+    if key == "min_acceptance" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
+        return "must be a share of drafted tokens, 0 to 1 (e.g. 0.2)"
     if key == "timeout_s" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86400):
         return "must be a positive number of seconds"
     return None

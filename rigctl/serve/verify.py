@@ -8,6 +8,16 @@ own answer quoted.
                        --enable-auto-tool-choice and --tool-call-parser)
     min_context = N    /v1/models says max_model_len >= N
     requests = "F"     the owner's own requests, in order: JSONL of {"endpoint", "body", "status"}
+    answers = "F"      prompts with known answers, sent greedy (temperature 0, seed 0): JSONL of
+                       {"prompt" or "messages", "expect" (the exact text) or "regex", "max_tokens"};
+                       a wrong answer fails the boot, quoting both (a 200 with wrong output: a broken
+                       all-reduce, a bad quantization)
+    tools_streamed = true
+                       a streamed chat with a tool named in tool_choice (vLLM forces the call
+                       through structured output, so any model must make it): no tool call in the
+                       stream fails the boot (a streaming tool parser that drops it)
+    min_acceptance = R for a profile with speculative decoding: the accepted share of the drafted
+                       tokens over the verification's own requests (from /metrics) at least R
     timeout_s = S      for all of it
 
 Every prompt carries a fresh token, so no verification request shares a prefix block with any
@@ -18,6 +28,7 @@ checks are kept as the boot's baseline.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -48,6 +59,19 @@ class OwnerRequest:
 
 
 @dataclass(frozen=True)
+class KnownAnswer:
+    where: str  # file:line
+    endpoint: str  # /v1/chat/completions or /v1/completions
+    body: dict[str, Any]  # the prompt's part of the request: messages or prompt
+    expect: str = ""  # the exact answer (stripped), or
+    regex: str = ""  # a pattern the answer must match (re.search)
+    max_tokens: int = 32
+
+    def judge(self, answer: str) -> bool:
+        return bool(re.search(self.regex, answer)) if self.regex else answer.strip() == self.expect.strip()
+
+
+@dataclass(frozen=True)
 class VerifySpec:
     chat: bool | None = None  # None: when the model has a chat template
     tools: bool = False
@@ -56,6 +80,11 @@ class VerifySpec:
     requests_file: str = ""
     timeout_s: float = 60.0
     declared: bool = False  # a [verify] table says what the apps need (config.toml or the profile)
+    answers: tuple[KnownAnswer, ...] = ()
+    answers_file: str = ""
+    tools_streamed: bool = False
+    min_acceptance: float = 0.0  # checked only where the profile drafts tokens (speculative decoding)
+    speculative: bool = False
 
     def describe(self) -> list[str]:
         """The checks that will run, in words."""
@@ -70,6 +99,12 @@ class VerifySpec:
             out.append(f"max_model_len at least {self.min_context:,}")
         if self.requests:
             out.append(f"{len(self.requests)} request(s) of {self.requests_file}")
+        if self.answers:
+            out.append(f"{len(self.answers)} known answer(s) of {self.answers_file}, greedy")
+        if self.tools_streamed:
+            out.append("a streamed tool call (a named tool_choice)")
+        if self.min_acceptance and self.speculative:
+            out.append(f"the drafts' acceptance at least {self.min_acceptance:.0%}")
         return out
 
 
@@ -97,6 +132,44 @@ def _read_requests(path: Path) -> tuple[OwnerRequest, ...]:
     return tuple(out)
 
 
+def _read_answers(path: Path) -> tuple[KnownAnswer, ...]:
+    """The known-answers file, every line checked: BadInputError naming file:line."""
+    text = read_input_text(path, REQUESTS_LIMIT, "verify answers file")
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        try:
+            entry = loads_strict(line)
+        except (ValueError, RecursionError) as exc:
+            raise BadInputError(f"{where}: not a JSON object ({str(exc)[:80]})") from None
+        shape = '{"prompt": "...", "expect": "..."} or {"messages": [...], "regex": "..."}'
+        if not isinstance(entry, dict):
+            raise BadInputError(f"{where}: expected {shape}")
+        prompt, messages = entry.get("prompt"), entry.get("messages")
+        if isinstance(prompt, str) == isinstance(messages, list):
+            raise BadInputError(f"{where}: give prompt (a string) or messages (a list), one of them: {shape}")
+        expect, regex = entry.get("expect"), entry.get("regex")
+        if isinstance(expect, str) == isinstance(regex, str):
+            raise BadInputError(f"{where}: give expect (the exact answer) or regex, one of them: {shape}")
+        if isinstance(regex, str):
+            try:
+                re.compile(regex)
+            except re.error as exc:
+                raise BadInputError(f"{where}: regex {regex[:40]!r}: {exc}") from None
+        tokens = entry.get("max_tokens", 32)
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 < tokens <= 4096:
+            raise BadInputError(f"{where}: max_tokens {str(tokens)[:20]} is not a count of tokens (1 to 4096)")
+        endpoint, body = (
+            ("/v1/chat/completions", {"messages": messages})
+            if isinstance(messages, list)
+            else ("/v1/completions", {"prompt": prompt})
+        )
+        out.append(KnownAnswer(where, endpoint, body, expect or "", regex or "", tokens))
+    return tuple(out)
+
+
 def spec_for(settings: Settings, profile: Profile) -> VerifySpec:
     """config.toml's [verify] with the profile's over it; the requests file read and checked now
     (before anything stops). BadInputError naming the file for a bad value or a bad line."""
@@ -112,6 +185,14 @@ def spec_for(settings: Settings, profile: Profile) -> VerifySpec:
     if requests_file:
         path = Path(requests_file).expanduser()
         requests = _read_requests(path if path.is_absolute() else base / path)
+    answers_file, answers_base = settings.verify_answers, paths.config_dir()
+    if "answers" in mine:
+        origin = profile.origin("verify.answers")
+        answers_file, answers_base = str(mine["answers"]), origin.path.parent if origin else profile.path.parent
+    answers: tuple[KnownAnswer, ...] = ()
+    if answers_file:
+        path = Path(answers_file).expanduser()
+        answers = _read_answers(path if path.is_absolute() else answers_base / path)
     return VerifySpec(
         chat=mine.get("chat", settings.verify_chat),
         tools=bool(mine.get("tools", settings.verify_tools)),
@@ -120,6 +201,11 @@ def spec_for(settings: Settings, profile: Profile) -> VerifySpec:
         requests_file=requests_file,
         timeout_s=float(mine.get("timeout_s", settings.verify_timeout)),
         declared=settings.verify_declared or bool(mine),
+        answers=answers,
+        answers_file=answers_file,
+        tools_streamed=bool(mine.get("tools_streamed", settings.verify_tools_streamed)),
+        min_acceptance=float(mine.get("min_acceptance", settings.verify_min_acceptance)),
+        speculative=bool(profile.vllm.get("speculative_config")),
     )
 
 
@@ -155,7 +241,7 @@ def apps_lose(before: tuple[str, ...] | list[str], after: tuple[str, ...] | list
 
 @dataclass(frozen=True)
 class Check:
-    name: Literal["chat", "tools", "min_context", "request"]
+    name: Literal["chat", "tools", "min_context", "request", "answer", "tools_streamed", "acceptance"]
     ok: bool
     detail: str
     skipped: bool = False
@@ -218,6 +304,11 @@ class _Poster:
 
     def post(self, endpoint: str, body: dict[str, Any]) -> tuple[int, str]:
         """(status, vLLM's message or the answer's text); status 0 when nothing answered in time."""
+        status, text = self.exchange(endpoint, body)
+        return status, (_message(text) if status else text)
+
+    def exchange(self, endpoint: str, body: dict[str, Any]) -> tuple[int, str]:
+        """(status, the answer's whole text, up to 1 MiB); status 0 and why when nothing answered in time."""
         import http.client
         from urllib.parse import urlsplit
 
@@ -238,7 +329,7 @@ class _Poster:
         finally:
             connection.close()
         self.prompt_tokens += _prompt_tokens(text)
-        return status, _message(text)
+        return status, text
 
 
 def _prompt_tokens(text: str) -> int:
@@ -271,6 +362,7 @@ def run_verify(base_url: str, api_key: str | None, model: str, spec: VerifySpec,
     poster = _Poster(base_url, api_key, started + spec.timeout_s)
     nonce = uuid.uuid4().hex  # no block of these prompts is in any other request's prefix
     checks: list[Check] = []
+    drafts_before = _drafts(base_url, api_key) if spec.min_acceptance and spec.speculative else None
 
     def chat(content: str, **extra: Any) -> tuple[int, str]:
         return poster.post(
@@ -323,6 +415,14 @@ def run_verify(base_url: str, api_key: str | None, model: str, spec: VerifySpec,
                 + ("" if ok else f", expected {request.status}: vLLM said: {said}"),
             )
         )
+    for known in spec.answers:
+        if not all(c.ok for c in checks):
+            break
+        checks.append(_known_answer(poster, model, known))
+    if spec.tools_streamed and all(c.ok for c in checks):
+        checks.append(_streamed_tool_call(poster, model, nonce))
+    if spec.min_acceptance and spec.speculative and all(c.ok for c in checks):
+        checks.append(_acceptance(poster, model, nonce, drafts_before, spec.min_acceptance, base_url, api_key))
     hits = None
     try:
         with EngineClient(base_url, api_key, timeout=2.0) as client:
@@ -330,6 +430,114 @@ def run_verify(base_url: str, api_key: str | None, model: str, spec: VerifySpec,
     except (EngineHTTPError, ExpositionError):
         pass
     return Verification(tuple(checks), "", poster.prompt_tokens, hits, round(time.monotonic() - started, 2))
+
+
+def _drafts(base_url: str, api_key: str | None) -> tuple[float, float] | None:
+    """(accepted, drafted) tokens of speculative decoding so far, from /metrics (None: not read)."""
+    try:
+        with EngineClient(base_url, api_key, timeout=2.0) as client:
+            snap = client.metrics(time.time())
+    except (EngineHTTPError, ExpositionError):
+        return None
+    return snap.counter("spec_accepted_tokens") or 0.0, snap.counter("spec_draft_tokens") or 0.0
+
+
+def _answer_text(text: str) -> str | None:
+    try:
+        data = json.loads(text)
+        choice = data["choices"][0]
+        content = choice["message"]["content"] if "message" in choice else choice["text"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else ""
+
+
+def _known_answer(poster: _Poster, model: str, known: KnownAnswer) -> Check:
+    body = {"model": model, **known.body, "max_tokens": known.max_tokens, "temperature": 0, "seed": 0}
+    status, text = poster.exchange(known.endpoint, body)
+    if status != 200:
+        return Check(
+            "answer", False, f"{known.where}: answered {status or 'nothing'}: {_said(status, _message(text) if status else text)}"
+        )
+    answer = _answer_text(text)
+    if answer is None:
+        return Check("answer", False, f"{known.where}: the answer has no text: {text.strip()[:200]}")
+    shown = answer.strip()[:200]
+    if known.judge(answer):
+        return Check("answer", True, f"{known.where}: answered as known")
+    wanted = f"does not match /{known.regex}/" if known.regex else f"is not the known answer {known.expect.strip()[:200]!r}"
+    return Check("answer", False, f"{known.where}: the new profile answered {shown!r}, which {wanted} (greedy, seed 0)")
+
+
+def _streamed_tool_call(poster: _Poster, model: str, nonce: str) -> Check:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "rigctl_probe",
+            "description": "says that the call arrived",
+            "parameters": {"type": "object", "properties": {"said": {"type": "string"}}, "required": ["said"]},
+        },
+    }
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": f"rigctl verify {nonce} streamed tools: call rigctl_probe"}],
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "rigctl_probe"}},
+        "stream": True,
+        "max_tokens": 64,
+        "temperature": 0,
+    }
+    status, text = poster.exchange("/v1/chat/completions", body)
+    if status != 200:
+        return Check(
+            "tools_streamed",
+            False,
+            f"the new profile refuses a streamed tool call: {_said(status, _message(text) if status else text)}",
+        )
+    calls = 0
+    for line in text.splitlines():
+        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+            continue
+        try:
+            delta = json.loads(line[5:])["choices"][0].get("delta") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            continue
+        calls += bool(delta.get("tool_calls"))
+    if calls:
+        return Check("tools_streamed", True, "a streamed tool call arrived")
+    return Check(
+        "tools_streamed",
+        False,
+        "a streamed chat with tool_choice naming rigctl_probe answered 200 with no tool call in its stream "
+        "(the streaming tool parser dropped it; the apps that stream tools would get nothing)",
+    )
+
+
+def _acceptance(
+    poster: _Poster, model: str, nonce: str, before: tuple[float, float] | None, floor: float, base_url: str, api_key: str | None
+) -> Check:
+    """Greedy tokens enough for drafts, then the accepted share of the drafts made since `before`."""
+    poster.exchange(
+        "/v1/completions",
+        {"model": model, "prompt": f"rigctl verify {nonce}: count from 1 to 40:", "max_tokens": 48, "temperature": 0},
+    )
+    after = _drafts(base_url, api_key)
+    if before is None or after is None:
+        return Check("acceptance", True, "the drafts' acceptance could not be read from /metrics: not verified", skipped=True)
+    accepted, drafted = after[0] - before[0], after[1] - before[1]
+    if drafted <= 0:
+        return Check("acceptance", True, "no token was drafted during the verification: acceptance not verified", skipped=True)
+    rate = accepted / drafted
+    detail = (
+        f"the drafts' acceptance over the verification's requests was {rate:.1%} ({accepted:.0f} of {drafted:.0f} drafted tokens)"
+    )
+    if rate >= floor:
+        return Check("acceptance", True, detail)
+    return Check(
+        "acceptance",
+        False,
+        f"{detail}, below [verify] min_acceptance {floor:.0%}: every step pays for drafts that seldom land",
+    )
 
 
 def _said(status: int, said: str) -> str:

@@ -8,6 +8,7 @@ writes them, except for endpoints the profile silenced.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -126,11 +127,17 @@ class Handler(BaseHTTPRequestHandler):
         text = " ".join(str(m.get("content", "")) for m in body.get("messages", [])) if chat else str(body.get("prompt", ""))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         request = self.server.engine.submit(text, max_tokens)
+        forced = _forced_tool(body) if chat else None
         if body.get("stream"):
             options = body.get("stream_options") or {}
-            self._stream(request, chat, bool(isinstance(options, dict) and options.get("include_usage")))
+            # RIGCTL_SIM_DROP_STREAMED_TOOL_CALLS: a streaming tool parser that loses the call (the
+            # non-streamed path still has it), as qwen3_coder did after a reasoning block
+            dropped = os.environ.get("RIGCTL_SIM_DROP_STREAMED_TOOL_CALLS") == "1"
+            self._stream(
+                request, chat, bool(isinstance(options, dict) and options.get("include_usage")), None if dropped else forced
+            )
         else:
-            self._complete(request, chat)
+            self._complete(request, chat, forced)
 
     def _pieces(self, request: Request) -> Iterator[tuple[int, str | None]]:  # (tokens, finish reason)
         while True:
@@ -139,7 +146,7 @@ class Handler(BaseHTTPRequestHandler):
             if reason is not None:
                 return
 
-    def _stream(self, request: Request, chat: bool, usage: bool) -> None:
+    def _stream(self, request: Request, chat: bool, usage: bool, forced: str | None = None) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
@@ -152,7 +159,15 @@ class Handler(BaseHTTPRequestHandler):
                 generated += tokens
                 text = " tok" * tokens
                 choice: dict[str, object] = {"index": 0, "finish_reason": reason}
-                choice.update({"delta": {"content": text}} if chat else {"text": text})
+                if forced is not None:  # a forced call streams as tool_calls deltas: its name first, then arguments
+                    first = generated == tokens
+                    call: dict[str, object] = {"index": 0, "function": {"arguments": "" if first else " "}}
+                    if first:
+                        call.update({"id": f"chatcmpl-tool-{request.rid}", "type": "function"})
+                        call["function"] = {"name": forced, "arguments": '{"said": "ok"}'}
+                    choice["delta"] = {"tool_calls": [call]}
+                else:
+                    choice.update({"delta": {"content": text}} if chat else {"text": text})
                 chunk = {
                     "id": request.rid,
                     "object": kind,
@@ -181,7 +196,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.engine.abort(request)
         self.close_connection = True
 
-    def _complete(self, request: Request, chat: bool) -> None:
+    def _complete(self, request: Request, chat: bool, forced: str | None = None) -> None:
         generated, finish = 0, "length"
         for tokens, reason in self._pieces(request):
             generated += tokens
@@ -189,6 +204,13 @@ class Handler(BaseHTTPRequestHandler):
         text = " tok" * generated
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
         choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+        if forced is not None:
+            call = {
+                "id": f"chatcmpl-tool-{request.rid}",
+                "type": "function",
+                "function": {"name": forced, "arguments": '{"said": "ok"}'},
+            }
+            choice["message"] = {"role": "assistant", "content": None, "tool_calls": [call]}
         self._json(
             200,
             {
@@ -204,3 +226,17 @@ class Handler(BaseHTTPRequestHandler):
                 },
             },
         )
+
+
+def _forced_tool(body: dict[str, Any]) -> str | None:
+    """The function a tool_choice names (vLLM forces the call through structured output), or the
+    first tool's for "required"; None when the model may answer in words."""
+    choice, tools = body.get("tool_choice"), body.get("tools")
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        return name if isinstance(name, str) else None
+    if choice == "required" and isinstance(tools, list) and tools and isinstance(tools[0], dict):
+        name = (tools[0].get("function") or {}).get("name")
+        return name if isinstance(name, str) else None
+    return None

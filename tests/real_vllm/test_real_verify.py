@@ -68,3 +68,28 @@ def test_the_owners_requests_are_answered_and_refused_as_the_owner_expects(real:
         f"{requests}:1: POST /v1/chat/completions answered 200",
         f"{requests}:3: POST /v1/completions answered 400",
     ], answered
+
+
+def test_a_known_answer_and_a_streamed_tool_call_are_checked_by_the_engine(real: RealRig) -> None:
+    """The tiny model's greedy answer, asked now, is the known answer: a boot that gives it passes
+    with a streamed forced tool call; one held to another answer is rolled back, quoting both."""
+    import httpx
+
+    prompt = "The capital of France is"
+    asked = {"model": "tiny", "prompt": prompt, "max_tokens": 6, "temperature": 0, "seed": 0}
+    greedy = httpx.post(f"http://127.0.0.1:{real.port}/v1/completions", json=asked, timeout=120).json()["choices"][0]["text"]
+    known = real.config_dir / "known.jsonl"
+    known.write_text(json.dumps({"prompt": prompt, "expect": greedy, "max_tokens": 6}) + "\n")
+    _verify_config(real, 'answers = "known.jsonl"\ntools_streamed = true\n')
+    real.add_tiny("answers", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=3)
+    done = real.rigctl("switch", "answers", timeout=400)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verified: chat, tools, answer, tools_streamed" in done.stdout, done.stdout
+    wrong = "Berlin, of course"
+    known.write_text(json.dumps({"prompt": prompt, "expect": wrong, "max_tokens": 6}) + "\n")
+    real.add_tiny("answers-again", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=5)
+    failed = real.rigctl("switch", "answers-again", timeout=800)
+    assert failed.returncode == 3, failed.stdout + failed.stderr
+    said = f"answers-again failed: {known}:1: the new profile answered {greedy.strip()!r}, which is not the known answer {wrong!r}"
+    assert said in failed.stderr, failed.stderr
+    assert real.status()["active_profile"] == "answers"
