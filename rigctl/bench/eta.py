@@ -34,6 +34,8 @@ class Estimate:
     floor: bool  # a part is unknown: the run takes at least this long
 
     def describe(self, words: Callable[[float], str]) -> str:
+        if self.floor and self.seconds < 1:
+            return "not known yet"  # "≥ 0 s" says nothing
         return ("≥ " if self.floor else "") + words(self.seconds)
 
 

@@ -81,6 +81,21 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
+def _raw_pct(change: float, control: float | None, candidate: float | None) -> str:
+    """The metric's own relative change, signed as the table shows it (a TTFT that fell is
+    negative), not the improvement (positive when better), so the headline and the table agree."""
+    if control is None or candidate is None or control == 0:
+        return _pct(change)
+    return _pct((candidate - control) / abs(control))
+
+
+def _moved(name: str, change: float, control: float | None, candidate: float | None) -> str:
+    word = "better" if change >= 0 else "worse"
+    if METRICS[name].better == "higher":
+        return f"{name} {_pct(change)} {word} than the controls"
+    return f"{name} {_raw_pct(change, control, candidate)} against the controls ({word}: lower is better)"
+
+
 def _pct(value: float) -> str:
     return "∞" if math.isinf(value) else f"{value * 100:+.1f}%"
 
@@ -174,8 +189,7 @@ def decide(
             hard.append(f"the controls' {gate.metric} is 0: a relative change from nothing means nothing")
         elif change < gate.min_change:
             rejects.append(
-                f"{gate.metric} {_pct(change)} {'better' if change >= 0 else 'worse'} than the controls, "
-                f"short of the gate's {gate.min_change * 100:.1f}%"
+                f"{_moved(gate.metric, change, control_mean, candidate_mean)}, short of the gate's {gate.min_change * 100:.1f}%"
             )
     for guard in guards:
         if guard.ok is None:
@@ -221,16 +235,21 @@ def decide(
     if hard:
         kind, reasons = "inconclusive", hard + rejects + doubts  # every check that failed, named
     elif rejects:
-        kind, reasons = "reject", rejects
+        # thin evidence is said whatever the verdict: a reject on 12 requests is no better founded than a promotion
+        thin = [d for d in doubts if "fewer than min_requests" in d or "95% interval" in d]
+        kind, reasons = "reject", ([f"{rejects[0]}; on thin evidence: {thin[0]}", *rejects[1:], *thin[1:]] if thin else rejects)
     elif doubts:
-        kind, reasons = "inconclusive", [f"it would promote ({gate.metric} {_pct(change or 0.0)}), but " + doubts[0], *doubts[1:]]
+        moved = _raw_pct(change or 0.0, control_mean, candidate_mean)
+        kind, reasons = "inconclusive", [f"it would promote ({gate.metric} {moved}), but " + doubts[0], *doubts[1:]]
     else:
         assert change is not None and spread is not None
         kind, reasons = (
             "promote",
             [
-                f"{gate.metric} {_pct(change)} against the controls (gate "
-                f"{gate.min_change * 100:.1f}%), controls within {spread * 100:.1f}%" + (", guards held" if guards else "")
+                f"{gate.metric} {_raw_pct(change, control_mean, candidate_mean)} against the controls"
+                + ("" if metric.better == "higher" else " (lower is better)")
+                + f" (gate {gate.min_change * 100:.1f}%), controls within {spread * 100:.1f}%"
+                + (", guards held" if guards else "")
             ],
         )
     return Verdict(

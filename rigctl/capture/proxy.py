@@ -47,6 +47,7 @@ HOP_BY_HOP = frozenset(
 )  # 100-continue is answered here, to the app; the body is whole by then
 REQUEST_LIMIT = 256 * 1024 * 1024  # a 1M-token prompt is a few MB of text
 READ_SIZE = 64 * 1024
+APP_GONE = "the app went away before its answer ended"
 # what the upstream connection can fail with (httpcore has no one base class for them)
 UPSTREAM_ERRORS = (
     httpcore.NetworkError,
@@ -64,6 +65,7 @@ class CaptureCounts:
     traced: int = 0  # requests written to the trace
     streamed: int = 0
     failed: int = 0  # traced, and the upstream failed them (forwarded as they failed)
+    gone: int = 0  # traced, and the app hung up before its answer ended (no fault of the upstream's)
     passed: int = 0  # forwarded, not traced (not a JSON POST: /v1/models, /health, /metrics)
     cut: int = 0  # the capture ended before their answer did
 
@@ -237,7 +239,7 @@ class CaptureProxy:
                     writer.write(conn.send(h11.Data(data=data)) or b"")
                     await writer.drain()
                 except ConnectionError:
-                    return "the app went away before its answer ended"
+                    return APP_GONE
         except UPSTREAM_ERRORS as exc:
             conn.send_failed()
             writer.transport.abort()  # the app sees the answer cut, as it was
@@ -283,7 +285,8 @@ class CaptureProxy:
             return
         self.counts.traced += 1
         self.counts.streamed += streaming
-        self.counts.failed += bool(error)
+        self.counts.gone += error == APP_GONE
+        self.counts.failed += bool(error) and error != APP_GONE
         if self.on_exchange:
             self.on_exchange(Exchange(endpoint, status, streaming, answer.completion_tokens, error))
         if self.max_requests is not None and self.counts.traced >= self.max_requests:

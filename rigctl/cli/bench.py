@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_eta(p: ArmProgress) -> str:
-    if p.run_eta_s is None:
-        return ""
+    if p.run_eta_s is None or (p.run_eta_floor and p.run_eta_s < 1):
+        return ""  # "≥ 0 s" says nothing
     return f"  run ETA {'≥ ' if p.run_eta_floor else ''}{fmt.seconds(p.run_eta_s)}"
 
 
@@ -111,7 +111,9 @@ class Console:
 
     def event(self, event: Event) -> None:
         if event.kind in ("warning", "failure"):
-            self.say(("warning: " if event.kind == "warning" else "FAILED: ") + event.text)
+            # "warning: " once: a diagnostic that says it itself ("p.toml:3: warning: ...") is not prefixed again
+            said = "warning:" in event.text if event.kind == "warning" else False
+            self.say(("" if said else "warning: " if event.kind == "warning" else "FAILED: ") + event.text)
         elif self.tty and (event.kind in ("step", "outcome") or (self.verbose and event.kind == "phase")):
             self.say(f"  {event.text}")
 

@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         for part in (
             f"{counts.streamed} streamed" if counts.streamed else "",
             f"{counts.failed} failed upstream (kept, marked)" if counts.failed else "",
+            f"{counts.gone} hung up by the app before the answer ended (kept, marked)" if counts.gone else "",
             f"{counts.cut} cut off by the end of the capture" if counts.cut else "",
             f"{counts.passed} passed through untraced" if counts.passed else "",
         )

@@ -56,7 +56,8 @@ def render(columns: Sequence[ServedFigures], where: str) -> str:
         [_mark(c, "prefix_hit_rate", fmt.frac_pct(c.prefix_hit_rate)) + (" ◀ FELL" if c.regression else "") for c in columns],
     )
     add("  after warm-up", [_mark(c, "prefix_hit_rate_warm", fmt.frac_pct(c.prefix_hit_rate_warm)) for c in columns])
-    add("truncated / aborted / errors", [f"{c.truncated:,.0f} / {c.aborted:,.0f} / {c.errors:,.0f}" for c in columns])
+    # finished_reason "length": the request reached its max_tokens (or the context): a stop, not a fault
+    add("length-stopped / aborted / errors", [f"{c.truncated:,.0f} / {c.aborted:,.0f} / {c.errors:,.0f}" for c in columns])
     for name, label in (("ttft", "TTFT"), ("prefill", "prefill"), ("tpot", "TPOT"), ("e2e", "e2e")):
         add(
             f"{label} mean / p95",

@@ -56,3 +56,12 @@ def test_the_last_boot_of_each_profile_comes_from_the_history() -> None:
         boots.append(entry)
     assert last_boots(["a", "b", "c"]) == {"a": 45.0, "b": 70.0}
     assert isinstance(boots.boots_file(), Path)
+
+
+def test_an_estimate_that_knows_nothing_yet_says_so_not_at_least_zero() -> None:
+    from rigctl import fmt
+    from rigctl.bench.eta import Estimate
+
+    assert Estimate(0.0, True).describe(fmt.seconds) == "not known yet"
+    assert Estimate(90.0, True).describe(fmt.seconds).startswith("≥ ")
+    assert not Estimate(0.0, False).describe(fmt.seconds).startswith("≥")

@@ -278,3 +278,27 @@ def test_drift_of_identical_and_zero_controls() -> None:
     assert drift([5.0, 5.0]) == 0.0 and drift([0.0, 0.0]) == 0.0 and drift([0.0, 1.0]) == 2.0
     assert math.isinf(drift([-1.0, 1.0]) or 0)
     assert drift([3.0]) is None
+
+
+def test_a_lower_is_better_gain_is_said_with_the_tables_sign() -> None:
+    """The 3090 owner's async scheduling: median TTFT 1.55 -> 1.16 s. The headline says -25.2%
+    (the figure fell, as the table shows it) and that lower is better; `change` stays the gain."""
+    gate = Gate("ttft_p50_s", "lower", 0.05)
+    arms = [arm(1, "control", ttft_p50_s=1.55), arm(2, "candidate", ttft_p50_s=1.16), arm(3, "control", ttft_p50_s=1.55)]
+    verdict = decide(gate, arms)
+    assert verdict.verdict == "promote" and verdict.change == pytest.approx(0.39 / 1.55)
+    assert verdict.reason.startswith("ttft_p50_s -25.2% against the controls (lower is better) (gate 5.0%)"), verdict.reason
+    worse = decide(
+        gate, [arm(1, "control", ttft_p50_s=1.55), arm(2, "candidate", ttft_p50_s=1.57), arm(3, "control", ttft_p50_s=1.55)]
+    )
+    assert worse.verdict == "reject"
+    assert worse.reason == "ttft_p50_s +1.3% against the controls (worse: lower is better), short of the gate's 5.0%"
+
+
+def test_a_reject_on_too_few_requests_says_its_evidence_is_thin() -> None:
+    """Twelve requests an arm and a -1.2% change: rejected, and marked as resting on too little."""
+    gate = Gate("output_tok_per_s", "higher", 0.05, min_requests=100)
+    verdict = decide(gate, aba(300.0, 296.4, 300.0))
+    assert verdict.verdict == "reject"
+    assert verdict.reason.startswith("output_tok_per_s -1.2% worse than the controls, short of the gate's 5.0%; on thin evidence: ")
+    assert "rests on 48 request(s), fewer than min_requests 100" in verdict.reason
