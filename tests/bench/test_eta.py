@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rigctl.bench.eta import STOP_S, RunClock, before_the_run, last_boots
+from rigctl import fmt
+from rigctl.bench.eta import STOP_S, Estimate, RunClock, before_the_run, last_boots
 from rigctl.bench.live import ArmProgress, Phase
 from rigctl.serve import boots
 
@@ -59,9 +60,6 @@ def test_the_last_boot_of_each_profile_comes_from_the_history() -> None:
 
 
 def test_an_estimate_that_knows_nothing_yet_says_so_not_at_least_zero() -> None:
-    from rigctl import fmt
-    from rigctl.bench.eta import Estimate
-
     assert Estimate(0.0, True).describe(fmt.seconds) == "not known yet"
     assert Estimate(90.0, True).describe(fmt.seconds).startswith("≥ ")
     assert not Estimate(0.0, False).describe(fmt.seconds).startswith("≥")
