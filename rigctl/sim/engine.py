@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rigctl.sim.speeds import async_gain, mtp_step_cost
+from rigctl.sim.speeds import async_gain
 from rigctl.sim.stats import Stats
 
 STEP = 0.02  # seconds of real time per scheduler step
@@ -34,7 +34,10 @@ class Speed:
     prefill_tps: float
     spec_tokens: int = 0
     async_scheduling: bool = False
-    batch_slowdown: float = 0.05  # each extra running sequence costs this share of per-stream speed
+    batch_slowdown: float = 0.05  # a stream's speed / (1 + batch_slowdown x (b - 1) ** batch_power)
+    batch_power: float = 1.0
+    mtp_step_cost: float = 1.25  # per drafted token, in plain decode steps (the card's: speeds.CARDS)
+    mtp_batch_cost: float = 0.04  # per drafted token and extra running sequence
     acceptance_scale: float = 1.0  # how well the drafts match this workload (RIGCTL_SIM_ACCEPTANCE)
 
 
@@ -169,11 +172,13 @@ class EngineReplica:
         speed = self.speed
         rate = speed.decode_tps * (async_gain(batch, prefilling) if speed.async_scheduling else 1.0)
         if speed.spec_tokens:
-            # drafting and verifying make each step longer (on 3090s, more than the drafts win back at
-            # the acceptance owners saw), and more so in a large batch, where decode stops being
-            # memory-bound
-            rate /= mtp_step_cost(speed.spec_tokens) + 0.04 * speed.spec_tokens * max(0, batch - 1)
-        return rate / (1 + speed.batch_slowdown * max(0, batch - 1))
+            # drafting and verifying make each step longer (on 3090s more than the drafts win back at
+            # the acceptance owners saw; on a 4090 pair with graphs far less), and more so in a
+            # large batch, where decode stops being memory-bound
+            k = speed.spec_tokens
+            rate /= 1 + speed.mtp_step_cost * k + speed.mtp_batch_cost * k * max(0, batch - 1)
+        slowdown: float = 1 + speed.batch_slowdown * float(max(0, batch - 1)) ** speed.batch_power
+        return rate / slowdown
 
     def _draft_round(self) -> int:
         k = self.speed.spec_tokens

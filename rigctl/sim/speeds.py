@@ -16,10 +16,28 @@ Source: ../shared/reference/owners/MEASURED.md, "2x RTX 3090: testing method and
     with long prompts: the gain is the CPU scheduling the GPU waited on between short decode steps,
     so it grows with the batch up to +26% at 6 and is nil while a prefill fills the step.
 
-Only 3090s were measured; the same factors are used for every card, rather than a guess.
+Per card (rigctl/sim/speeds.py's CARDS), from each owner's own table:
+
+    RTX 3090 (the 3090 owner's rig, above): decode 31 tok/s a stream on one card with CUDA graphs
+    (60.9 on two, NVLink); a drafted token costs 1.25 plain steps (the MTP loss they measured);
+    each extra sequence 5% of a stream's speed.
+    RTX 4090 (MEASURED.md "DP2 vs TP2", 2x4090 on PCIe, 256-token answers):
+      DP2, one eager replica a card: 30 tok/s at 1 concurrent, 27 a request at 8 (4 a replica),
+        14 at 32 (16 a replica). Eager (no CUDA graphs: the Python scheduler launches every
+        kernel of every step) runs at 0.75 of the card's graph speed (30 of 40), and the launch
+        cost grows with the batch: a stream's speed / (1 + 0.0257 (b-1)^1.40), fitted to 27 and 14.
+      TP2 with graphs and MTP (3 drafted tokens): 113 a request at 1 concurrent, 57 at 8, 25 at 32.
+        40 tok/s on one card with graphs x 1.45 over PCIe = 58 without MTP; the drafts' expected
+        2.52 tokens a step give 113 if a drafted token costs 0.097 of a step on Ada (graphs, the
+        MTP head on idle tensor cores), where the 3090 pays 1.25; a stream's speed / (1 +
+        0.1875 (b-1)^0.855) fitted to 57 and 25.
+    Other cards take the nearest measured generation's factors (Ampere: the 3090's; Ada and
+    later: the 4090's), scaled by memory bandwidth; said in the README's simulator section.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 BUILDS: dict[str, tuple[float, float]] = {  # build -> (prefill, decode) against AWQ W4A16
     "awq": (1.0, 1.0),
@@ -49,13 +67,37 @@ def build_factors(quantization: str | None, model: str) -> tuple[float, float]:
     return BUILDS.get(build_of(quantization, model) or "awq", (1.0, 1.0))
 
 
-def mtp_step_cost(spec_tokens: int) -> float:
-    """How many plain decode steps one step drafting spec_tokens costs."""
-    return 1 + MTP_STEP_COST * spec_tokens
-
-
 def async_gain(batch: int, prefilling: bool) -> float:
     """Async scheduling's speed-up of a decode step."""
     if prefilling or batch <= 1:
         return 1.0
     return 1 + ASYNC_GAIN_MAX * min(1.0, (batch - 1) / (ASYNC_FULL_AT - 1))
+
+
+@dataclass(frozen=True)
+class Card:
+    """How a card generation runs a decode step, fitted to the owners' tables (the docstring)."""
+
+    graphs_factor: float  # single-stream decode with CUDA graphs, against one RTX 3090
+    mtp_step_cost: float  # per drafted token, in plain decode steps
+    mtp_batch_cost: float  # per drafted token and extra running sequence
+    batch_slowdown: float  # a stream's slowdown: 1 + batch_slowdown x (b - 1) ** batch_power
+    batch_power: float
+    eager_factor: float = 0.75  # no CUDA graphs: the 4090 owner's eager replica, 30 of the card's 40
+    eager_slowdown: float = 0.0257
+    eager_power: float = 1.40
+
+
+CARDS = {
+    "ampere": Card(graphs_factor=1.0, mtp_step_cost=MTP_STEP_COST, mtp_batch_cost=0.04, batch_slowdown=0.05, batch_power=1.0),
+    "ada": Card(graphs_factor=40.0 / 31.0, mtp_step_cost=0.097, mtp_batch_cost=0.0, batch_slowdown=0.1875, batch_power=0.855),
+}
+BANDWIDTH_GBS = {"5090": 1792.0, "4090": 1008.0, "3090 Ti": 1008.0, "3090": 936.0, "A6000": 768.0}
+
+
+def card_of(name: str) -> tuple[Card, float]:
+    """(the generation's factors, a bandwidth scale against the card they were measured on)."""
+    bandwidth = next((bw for key, bw in BANDWIDTH_GBS.items() if key in name), 900.0)
+    if any(key in name for key in ("4090", "4080", "5090", "5080", "L40", "6000 Ada")):
+        return CARDS["ada"], bandwidth / BANDWIDTH_GBS["4090"]
+    return CARDS["ampere"], bandwidth / BANDWIDTH_GBS["3090"]

@@ -37,17 +37,11 @@ from rigctl.sim.memory import EngineConfig, MemoryPlan, plan
 from rigctl.sim.models import ModelSpec, lookup
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import RigSpec, load_rig
-from rigctl.sim.speeds import build_factors
+from rigctl.sim.speeds import build_factors, card_of
 from rigctl.sim.stats import Stats
 from rigctl.vllm.options import load_option_table
 
 DEFAULT_RIG = "2x3090-nvlink"
-_BANDWIDTH = (("5090", 1792.0), ("4090", 1008.0), ("3090 Ti", 1008.0), ("3090", 936.0), ("A6000", 768.0))
-
-
-def gpu_speed_factor(name: str) -> float:
-    """Decode is memory-bound: scale by memory bandwidth relative to an RTX 3090."""
-    return next((bw for key, bw in _BANDWIDTH if key in name), 900.0) / 936.0
 
 
 def tp_speedup(rig: RigSpec, devices: list[int], tp: int) -> float:
@@ -101,9 +95,13 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
     # RIGCTL_SIM_SPEED compresses serving time the way RIGCTL_SIM_TIME_SCALE compresses boots.
     fast = float(os.environ.get("RIGCTL_SIM_SPEED", "1") or 1) * boot_regime()
     prefill_build, decode_build = build_factors(cfg.quantization, cfg.model)  # the owners' figures (speeds.py)
+    card, bandwidth = card_of(rig.gpus[devices[0]].name)
+    eager = bool(cfg.enforce_eager)
     speed = Speed(
         decode_tps=model.decode_tps_tp1
-        * gpu_speed_factor(rig.gpus[devices[0]].name)
+        * card.graphs_factor
+        * bandwidth
+        * (card.eager_factor if eager else 1.0)
         * tp_speedup(rig, devices, cfg.tp)
         * fast
         * decode_build,
@@ -111,6 +109,10 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         spec_tokens=cfg.spec_tokens,
         async_scheduling=bool(cfg.async_scheduling),
         acceptance_scale=float(os.environ.get("RIGCTL_SIM_ACCEPTANCE", "1") or 1),
+        batch_slowdown=card.eager_slowdown if eager else card.batch_slowdown,
+        batch_power=card.eager_power if eager else card.batch_power,
+        mtp_step_cost=card.mtp_step_cost,
+        mtp_batch_cost=card.mtp_batch_cost,
     )
     stats = Stats(cfg.dp, plan0.max_model_len, spec=cfg.spec_tokens > 0)
     pool = plan0.context_tokens
