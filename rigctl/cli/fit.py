@@ -158,6 +158,14 @@ def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
         + (f" + MTP head {fmt.gib(weights.mtp_bytes, 2)}" if weights.mtp_bytes and inputs.spec_tokens else "")
         + f" ({weights.source})"
     )
+    if weights.mtp_bytes and inputs.spec_tokens:
+        shared = 2 * dims.vocab * dims.hidden * 2  # embedding and LM head, bf16
+        print(
+            f"  MTP head: {fmt.gib(weights.mtp_bytes, 2)}, its decoder layer(s) and 2h->h projection, unquantised; vLLM gives "
+            "an MTP draft the target's embedding and LM head"
+            f" (the {fmt.gib(shared, 1)} of its own vocab x hidden layers are never kept)"
+            ": rigctl/vllm/memory.py"
+        )
     print(
         f"  settings: max_model_len {inputs.length:,}, max_num_seqs {found[0].max_num_seqs if found else '?'}, "
         f"KV {inputs.kv_cache_dtype or 'auto'}, MTP {inputs.spec_tokens or 'off'}, "

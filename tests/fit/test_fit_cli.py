@@ -76,6 +76,9 @@ def test_a_profile_on_two_4090s_is_advised_to_split_with_every_layout_predicted(
     assert "recommended: TP2/DP1: the weights take" in text.stdout
     assert "every sequence pins 15 blocks (398 MiB per GPU)" in text.stdout
     assert "17 layer groups (17 attention, 48 GDN)" in text.stdout and split["state_page_padding"] > 0
+    # the MTP head's bytes and where they come from: the draft shares the target's embedding and LM head
+    assert "MTP head: 0.79 GiB, its decoder layer(s) and 2h->h projection, unquantised" in text.stdout, text.stdout
+    assert "(the 4.7 GiB of its own vocab x hidden layers are never kept): rigctl/vllm/memory.py" in text.stdout
 
 
 def test_tp_and_dp_given_give_that_layout_alone_and_solve_max_len_prints_the_tiers(hub: Path) -> None:
