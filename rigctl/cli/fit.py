@@ -166,6 +166,12 @@ def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
             f" (the {fmt.gib(shared, 1)} of its own vocab x hidden layers are never kept)"
             ": rigctl/vllm/memory.py"
         )
+    offload = answer.offload()
+    if offload is not None:
+        print(
+            f"  KV offload: {offload['gib']:g} GiB of host RAM pinned ({offload['backend']}; summed over the TP ranks): "
+            f"~{offload['tokens']:,} tokens of attention KV beside the GPU pool (the GDN states stay on the GPU)"
+        )
     print(
         f"  settings: max_model_len {inputs.length:,}, max_num_seqs {found[0].max_num_seqs if found else '?'}, "
         f"KV {inputs.kv_cache_dtype or 'auto'}, MTP {inputs.spec_tokens or 'off'}, "

@@ -16,6 +16,7 @@ from rigctl.fit.check import config_source
 from rigctl.fit.inputs import LaunchOptions, model_dir_or_error, options_from_argv
 from rigctl.gpu.model import RigInfo
 from rigctl.units import GIB
+from rigctl.vllm.kvpool import kv_dtype_bytes
 from rigctl.vllm.model import ModelDims, load_dims
 from rigctl.vllm.weights import Weights
 
@@ -74,7 +75,23 @@ class FitAnswer:
             "profile_layout": {"tp": options.tp, "dp": options.dp} if self.question.profile else None,
             "measured": measured_json(self.measured, self.own),
             "correction": {"gib": round(self.correction.gib, 3), "boots": self.correction.boots},
+            "offload": self.offload(),
             "notes": self.notes,
+        }
+
+    def offload(self) -> dict[str, object] | None:
+        """vLLM 0.33's KV offload: the host RAM it pins and the tokens of attention KV that buys
+        (every rank's share together; the GDN states of a hybrid model stay on the GPU)."""
+        options = self.question.options
+        if not options.offload_gib:
+            return None
+        per_token = self.dims.attention_layers * self.dims.kv_heads * self.dims.head_dim * 2
+        per_token *= kv_dtype_bytes(self.inputs.kv_cache_dtype, self.dims)
+        return {
+            "gib": options.offload_gib,
+            "host_ram_gib": options.offload_gib,
+            "tokens": int(options.offload_gib * GIB / per_token) if per_token else 0,
+            "backend": options.offload_backend or "native",
         }
 
 

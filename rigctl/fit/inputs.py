@@ -36,6 +36,8 @@ class LaunchOptions:
     kv_cache_memory_bytes: int | None = None
     quantization: str | None = None
     allow_long_max_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the model's maximum on purpose
+    offload_gib: float = 0.0  # --kv-offloading-size: host RAM for KV, summed over the TP ranks (0.33)
+    offload_backend: str | None = None  # --kv-offloading-backend (vLLM's default: native)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def but(self, **changes: Any) -> LaunchOptions:
@@ -118,7 +120,16 @@ def options_from_argv(argv: list[str] | tuple[str, ...]) -> LaunchOptions:
         mamba_ssm_dtype=flags.get("--mamba-ssm-cache-dtype"),
         kv_cache_memory_bytes=number("--kv-cache-memory-bytes"),
         quantization=flags.get("--quantization"),
+        offload_gib=_gib(flags.get("--kv-offloading-size")),
+        offload_backend=flags.get("--kv-offloading-backend"),
     )
+
+
+def _gib(text: str | None) -> float:
+    try:
+        return max(0.0, float(text)) if text else 0.0
+    except ValueError:
+        return 0.0
 
 
 def local_model_problem(model: str) -> str | None:

@@ -60,7 +60,45 @@ def after_lock(
         short = vram_shortfall(ctx, spec, settings, running)
         if short:
             return Refusal(short + " (stop them, lower gpu_memory_utilization, or --force to try anyway)")
+    host = offload_shortfall(settings, running)
+    if host:
+        return Refusal(host)
     return None
+
+
+def offload_gib(argv: tuple[str, ...] | list[str]) -> float:
+    """The host RAM a server's --kv-offloading-size pins, in GiB (summed over its TP ranks; 0 without)."""
+    for i, word in enumerate(argv):
+        value = word.partition("=")[2] if word.startswith("--kv-offloading-size=") else None
+        if word == "--kv-offloading-size" and i + 1 < len(argv):
+            value = argv[i + 1]
+        if value is not None:
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return 0.0
+    return 0.0
+
+
+def offload_shortfall(settings: dict[str, Setting], running: ServerRecord | None) -> str | None:
+    """vLLM's native KV offload pins --kv-offloading-size GiB of host RAM at its boot: more than the
+    host has available (with what the running server pins freed at its stop) fails the boot or
+    swaps the rig to a crawl, so it is refused before anything stops."""
+    import psutil
+
+    setting = settings.get("kv_offloading_size")
+    wanted = float(setting.value) if setting is not None and isinstance(setting.value, (int, float)) else 0.0
+    if wanted <= 0:
+        return None
+    freed = offload_gib(running.argv) if running is not None else 0.0
+    available = psutil.virtual_memory().available / GIB + freed
+    if wanted <= available:
+        return None
+    return (
+        f"--kv-offloading-size {wanted:g} GiB pins that much host RAM, and the host has {available:.1f} GiB available"
+        + (f" (with the {freed:g} GiB the running server pins freed at its stop)" if freed else "")
+        + ": lower kv_offloading_size, or free host memory"
+    )
 
 
 def _devices(spec: LaunchSpec, count: int, needed: int) -> list[int]:
