@@ -97,6 +97,7 @@ class EngineReplica:
         self.running: list[Request] = []
         self.cache: OrderedDict[str, None] = OrderedDict()  # prefix-cache blocks, least recently used first
         self.busy = 0.0
+        self.saturated = False  # this step's prefill fills the step (long prompts): no async gain
 
     def held(self) -> int:
         return sum(r.prompt_tokens + r.generated for r in self.running)
@@ -135,7 +136,14 @@ class EngineReplica:
 
     def step(self, now: float, dt: float) -> None:
         self._admit(now)
-        prefill_budget = min(self.chunk, self.speed.prefill_tps * dt)
+        # A step filled by a long prompt's prefill is bound by the GPU; async scheduling, which hides
+        # the CPU's scheduling of the next step behind this one, gains on the other steps, short
+        # prefills included: the 3090 owner's median TTFT fell 1.55 -> 1.16 s at six concurrent short
+        # requests, and nothing changed with long prompts.
+        prefill_left = sum(r.prompt_tokens - r.prefilled for r in self.running if r.prefilled < r.prompt_tokens)
+        self.saturated = prefill_left >= self.chunk
+        gain = async_gain(len(self.running), self.saturated) if self.speed.async_scheduling else 1.0
+        prefill_budget = min(self.chunk, self.speed.prefill_tps * gain * dt)
         decoding = [r for r in self.running if r.prefilled >= r.prompt_tokens]
         for request in self.running:
             if request.prefilled < request.prompt_tokens and prefill_budget > 0:
@@ -149,7 +157,7 @@ class EngineReplica:
                     self.stats.count_by("prompt_tokens_by_source", "source", "local_cache_hit", request.cached, self.index)
                     self.stats.count("prompt_tokens_cached", request.cached, self.index)
                     self.stats.observe("request_prefill_time_seconds", now - (request.admitted_at or now), self.index)
-        rate = self._per_stream_rate(len(decoding), any(r.prefilled < r.prompt_tokens for r in self.running))
+        rate = self._per_stream_rate(len(decoding), self.saturated)
         for request in decoding:
             request.credit += rate * dt
             while request.credit >= 1 and not request.done:

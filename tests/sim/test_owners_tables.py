@@ -64,3 +64,35 @@ def test_the_4090_owners_split_beats_replicas_by_their_ratio(rig_4090: BenchRig,
         f"TP2 {data['candidate_mean']:.0f} tok/s is not above DP2 {data['control_mean']:.0f} (the owner: x{owner:.2f})"
     )
     assert abs(ratio / owner - 1) <= 0.25, f"TP2 / DP2 at {concurrent} concurrent: x{ratio:.2f}, the owner measured x{owner:.2f}"
+
+
+ASYNC_PLAN = """description = "async scheduling at 6 concurrent short requests (the 3090 owner's gate)"
+control = "qwen36-27b-awq-tp2"
+candidate = "qwen36-27b-awq-tp2-async"
+order = "ABA"
+[workload]
+kind = "chat-short"
+concurrency = 6
+requests = 48
+max_tokens = 256
+warmup_requests = 6
+[gate]
+metric = "output_tok_per_s"
+min_change = 0.05
+"""
+
+
+@pytest.mark.slow
+def test_the_3090_owners_async_scheduling_gain(tmp_path: Path) -> None:
+    """The 3090 owner: 166.8 -> 210.1 tok/s (x1.26) at six concurrent short requests; the
+    simulator's within 25% of it. (Their median TTFT fell 1.55 -> 1.16 s; the simulator's TTFT of
+    a short prompt is a few of its 20 ms steps, which async scheduling cannot shorten: listed in the
+    README as not reproduced.)"""
+    rig = BenchRig(tmp_path / "home")
+    try:
+        done, data = rig.bench(str(rig.plan("async", text=ASYNC_PLAN)))
+        assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
+        gain = data["candidate_mean"] / data["control_mean"]
+        assert abs(gain / (210.1 / 166.8) - 1) <= 0.25, f"async x{gain:.2f} tok/s, the owner x1.26"
+    finally:
+        rig.cleanup()
