@@ -264,12 +264,7 @@ class CaptureProxy:
         error: str,
     ) -> None:
         entry: dict[str, Any] = {"t": round(arrived, 6), "endpoint": endpoint, "body": body, "status": status, "stream": streaming}
-        if answer.prompt_tokens is not None:
-            entry["prompt_tokens"] = answer.prompt_tokens
-        if answer.completion_tokens is not None:
-            entry["completion_tokens"] = answer.completion_tokens
-        elif answer.chunks:
-            entry["chunks"] = answer.chunks
+        entry.update(answer.usage())
         if error:
             entry["error"] = error[:300]
         try:

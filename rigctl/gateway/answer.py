@@ -61,6 +61,17 @@ class AnswerReader:
                 self.chunks = 1 if data.get("choices") else 0
         self._buffer, self._body = b"", bytearray()
 
+    def usage(self) -> dict[str, int]:
+        """What a trace line keeps of the answer: vLLM's usage, else the chunks that carried a token."""
+        out = {}
+        if self.prompt_tokens is not None:
+            out["prompt_tokens"] = self.prompt_tokens
+        if self.completion_tokens is not None:
+            out["completion_tokens"] = self.completion_tokens
+        elif self.chunks:
+            out["chunks"] = self.chunks
+        return out
+
     def _event(self, event: bytes) -> None:
         payload = b"".join(line[5:].strip() for line in event.splitlines() if line.startswith(b"data:"))
         if not payload:

@@ -214,12 +214,7 @@ class Gateway:
         answer = kept.answer
         if answer is not None:
             answer.finish()
-            if answer.prompt_tokens is not None:
-                entry["prompt_tokens"] = answer.prompt_tokens
-            if answer.completion_tokens is not None:
-                entry["completion_tokens"] = answer.completion_tokens
-            elif answer.chunks:
-                entry["chunks"] = answer.chunks
+            entry.update(answer.usage())
         error = {"cut": "cut (the drain's deadline or vLLM closed it)", "gone": "the app hung up", "failed": "vLLM did not answer"}
         if outcome in error or (answer is not None and answer.error):
             entry["error"] = error.get(outcome) or (answer.error if answer else "")

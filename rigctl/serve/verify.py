@@ -31,6 +31,7 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -108,18 +109,24 @@ class VerifySpec:
         return out
 
 
-def _read_requests(path: Path) -> tuple[OwnerRequest, ...]:
-    """The owner's requests file, every line checked: BadInputError naming file:line."""
-    text = read_input_text(path, REQUESTS_LIMIT, "verify requests file")
-    out = []
+def _json_lines(path: Path, what: str) -> Iterator[tuple[str, Any]]:
+    """(file:line, value) of each line that is not blank or a # comment; BadInputError naming
+    file:line for one that is not JSON."""
+    text = read_input_text(path, REQUESTS_LIMIT, what)
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         where = f"{path}:{number}"
         try:
-            entry = loads_strict(line)
+            yield where, loads_strict(line)
         except (ValueError, RecursionError) as exc:
             raise BadInputError(f"{where}: not a JSON object ({str(exc)[:80]})") from None
+
+
+def _read_requests(path: Path) -> tuple[OwnerRequest, ...]:
+    """The owner's requests file, every line checked: BadInputError naming file:line."""
+    out = []
+    for where, entry in _json_lines(path, "verify requests file"):
         if not isinstance(entry, dict) or not isinstance(entry.get("body"), dict):
             raise BadInputError(f'{where}: expected {{"endpoint": "/v1/chat/completions", "body": {{...}}, "status": 200}}')
         endpoint = entry.get("endpoint", "/v1/chat/completions")
@@ -134,16 +141,8 @@ def _read_requests(path: Path) -> tuple[OwnerRequest, ...]:
 
 def _read_answers(path: Path) -> tuple[KnownAnswer, ...]:
     """The known-answers file, every line checked: BadInputError naming file:line."""
-    text = read_input_text(path, REQUESTS_LIMIT, "verify answers file")
     out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        where = f"{path}:{number}"
-        try:
-            entry = loads_strict(line)
-        except (ValueError, RecursionError) as exc:
-            raise BadInputError(f"{where}: not a JSON object ({str(exc)[:80]})") from None
+    for where, entry in _json_lines(path, "verify answers file"):
         shape = '{"prompt": "...", "expect": "..."} or {"messages": [...], "regex": "..."}'
         if not isinstance(entry, dict):
             raise BadInputError(f"{where}: expected {shape}")
