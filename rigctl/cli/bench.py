@@ -191,7 +191,11 @@ def _bench(args: argparse.Namespace, name: str) -> int:
         checked = check_plan(ctx, plan)
         for warning in checked.warnings:
             console.say(f"note: {warning}")
+        # SIGTERM (systemd, a kill) as the first Ctrl-C: the run stops and the control goes back;
+        # the handler sets an Event nobody waits on (only is_set() is asked), so it takes no lock
+        # another holder could hold
         previous = signal.signal(signal.SIGINT, on_ctrl_c)
+        previous_term = signal.signal(signal.SIGTERM, on_ctrl_c)
         try:
             if earlier is not None and earlier.cut_short:
                 settle(earlier, f"rigctl bench {plan.name} started after it")
@@ -200,6 +204,7 @@ def _bench(args: argparse.Namespace, name: str) -> int:
             )
         finally:
             signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGTERM, previous_term)
     finally:
         if ctx.sampler:
             ctx.sampler.close()
@@ -321,11 +326,13 @@ def _calibrate(args: argparse.Namespace, name: str) -> int:
         console.say("Ctrl-C: stopping; the control serves again at the end (Ctrl-C again to leave at once)")
 
     previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    previous_term = signal.signal(signal.SIGTERM, on_ctrl_c)  # as the first Ctrl-C (see _bench)
     try:
         checked = check_plan(ctx, plan)
         done = calibrate(ctx, checked, args.runs, on_progress=console.progress, stop=stop, lock_wait=args.wait)
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
         if ctx.sampler:
             ctx.sampler.close()
     metric = plan.gate.metric

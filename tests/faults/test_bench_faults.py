@@ -264,3 +264,17 @@ def test_the_raw_dirs_disk_filling_mid_arm_is_one_line_and_restore_puts_the_cont
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert bench_rig.status()["active_profile"] == "seqs2"
     bench_rig.check_invariants()
+
+
+def test_sigterm_stops_a_bench_as_ctrl_c_does_and_the_control_serves(bench_rig: BenchRig) -> None:
+    """systemd or a kill stopping a bench mid-arm: the run ends, the control is put back, no traceback."""
+    plan = bench_rig.plan("term", text=LONGER)
+    proc = bench_rig.popen("bench", str(plan), "--json")
+    wait_until("arm 2 measuring", measuring(bench_rig, 2), proc)
+    proc.send_signal(signal.SIGTERM)
+    code, out = Rig.finish(proc, timeout=240)
+    assert "Traceback" not in out, out
+    data = json.loads(out[out.index("{") :])
+    assert code == 1 and data["serving"] == "seqs2", out
+    assert bench_rig.status()["active_profile"] == "seqs2"
+    bench_rig.check_invariants()
