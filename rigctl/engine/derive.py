@@ -54,6 +54,9 @@ class IntervalFigures:
     finished: dict[str, float] = field(default_factory=dict)
     power_w: float | None = None  # mean over the interval, GPUs serving the model
     joules_per_token: float | None = None
+    external_hit_rate: float | None = None  # a KV connector's or the host-RAM offload's hits, over the interval
+    offload_store_bps: float | None = None  # bytes a second stored to the KV offload (host RAM)
+    offload_load_bps: float | None = None  # bytes a second loaded back from it
 
 
 def _delta(before: float | None, after: float | None) -> tuple[float | None, bool]:
@@ -188,6 +191,9 @@ def interval(
         power_w=power,
         decoding=bool(deltas.get("generation_tokens")) or bool(after.running),
         joules_per_token=power / generation_tps if power is not None and generation_tps else None,
+        external_hit_rate=_ratio(deltas.get("external_prefix_hits"), deltas.get("external_prefix_queries")),
+        offload_store_bps=_rate(deltas.get("offload_store_bytes"), span),
+        offload_load_bps=_rate(deltas.get("offload_load_bytes"), span),
     )
 
 

@@ -80,4 +80,5 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         enable_prefix_caching=args.enable_prefix_caching,
         block_size=args.block_size,
         mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype,
+        kv_offloading_size=getattr(args, "kv_offloading_size", None),  # an option of 0.33's table only
     )

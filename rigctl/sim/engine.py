@@ -96,6 +96,11 @@ class EngineReplica:
         self.waiting: list[Request] = []
         self.running: list[Request] = []
         self.cache: OrderedDict[str, None] = OrderedDict()  # prefix-cache blocks, least recently used first
+        # --kv-offloading-size: blocks evicted from the GPU pool kept in host RAM (vLLM's native
+        # offload), found again at admission past the GPU's hits: loaded, not recomputed
+        self.offload: OrderedDict[str, None] = OrderedDict()
+        self.offload_tokens = 0
+        self.token_bytes = 0
         self.busy = 0.0
         self.saturated = False  # this step's prefill fills the step (long prompts): no async gain
 
@@ -117,10 +122,22 @@ class EngineReplica:
                     break
                 self.cache.move_to_end(block)
                 hits += 1
+            local = hits
+            if self.offload_tokens:
+                queried = request.prompt_tokens - hits * self.block
+                for block in request.blocks[hits:]:
+                    if block not in self.offload:
+                        break
+                    self.offload.move_to_end(block)
+                    hits += 1
+                external = (hits - local) * self.block
+                self.stats.count("external_prefix_cache_queries", max(0, queried), self.index)
+                self.stats.count("external_prefix_cache_hits", external, self.index)
+                self.stats.count("kv_offload_load_bytes", external * self.token_bytes, self.index)
             # the last prompt token is always recomputed, as in vLLM
             request.cached = min(hits * self.block, request.prompt_tokens - 1)
             self.stats.count("prefix_cache_queries", request.prompt_tokens, self.index)
-            self.stats.count("prefix_cache_hits", request.cached, self.index)
+            self.stats.count("prefix_cache_hits", min(local * self.block, request.prompt_tokens - 1), self.index)
             if request.admitted_at is None:
                 request.admitted_at = now
                 self.stats.observe("request_queue_time_seconds", now - request.arrival, self.index)
@@ -228,7 +245,12 @@ class EngineReplica:
             self.cache[block] = None
             self.cache.move_to_end(block)
         while len(self.cache) * self.block > self.pool:
-            self.cache.popitem(last=False)
+            evicted, _ = self.cache.popitem(last=False)
+            if self.offload_tokens and evicted not in self.offload:
+                self.offload[evicted] = None  # stored to host RAM as the GPU pool lets it go
+                self.stats.count("kv_offload_store_bytes", self.block * self.token_bytes, self.index)
+                while len(self.offload) * self.block > self.offload_tokens:
+                    self.offload.popitem(last=False)
         s = self.stats
         s.count_by("request_success", "finished_reason", reason, 1, self.index)
         s.observe("e2e_request_latency_seconds", now - request.arrival, self.index)

@@ -44,7 +44,7 @@ def render(stats: Stats, model_name: str, cache_info: dict[str, str], started: f
     counters = sorted(set(stats._counters), key=lambda k: (list(COUNTERS).index(k[0]), k[1], k[3] or ""))
     for name in COUNTERS:
         keys = [k for k in counters if k[0] == name]
-        if not keys or (name.startswith("spec_decode") and not stats.spec):
+        if not keys or (name.startswith("spec_decode") and not stats.spec) or (name.startswith("kv_offload") and not stats.offload):
             continue
         for suffix, kind in (("_total", "counter"), ("_created", "gauge")):
             add(f"# HELP vllm:{name}{suffix} {COUNTERS[name]}")

@@ -52,6 +52,7 @@ class EngineConfig:
     enable_prefix_caching: bool | None = None
     block_size: int | None = None
     mamba_ssm_cache_dtype: str | None = None
+    kv_offloading_size: float | None = None  # GiB of host RAM for KV, summed over the TP ranks (0.33)
 
     @property
     def utilization(self) -> float:

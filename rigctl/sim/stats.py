@@ -37,6 +37,10 @@ COUNTERS = {
     "spec_decode_num_draft_tokens": "Number of draft tokens.",
     "spec_decode_num_accepted_tokens": "Number of accepted tokens.",
     "spec_decode_num_accepted_tokens_per_pos": "Accepted tokens per draft position.",
+    "external_prefix_cache_queries": "External prefix cache queries from KV connector cross-instance cache sharing.",
+    "external_prefix_cache_hits": "External prefix cache hits from KV connector cross-instance cache sharing.",
+    "kv_offload_store_bytes": "Number of bytes stored by KV offloading.",
+    "kv_offload_load_bytes": "Number of bytes loaded by KV offloading.",
 }
 
 GAUGES = {
@@ -90,9 +94,10 @@ class Histogram:
 
 
 class Stats:
-    def __init__(self, engines: int, max_model_len: int, spec: bool) -> None:
+    def __init__(self, engines: int, max_model_len: int, spec: bool, offload: bool = False) -> None:
         self.engines = engines
         self.spec = spec
+        self.offload = offload  # the kv_offload families, as vLLM exposes them: only with --kv-offloading-size
         self.created = time.time()
         self._lock = threading.Lock()
         self._counters: dict[tuple[str, int, str | None, str | None], float] = {}

@@ -39,6 +39,8 @@ from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import RigSpec, load_rig
 from rigctl.sim.speeds import build_factors, card_of
 from rigctl.sim.stats import Stats
+from rigctl.units import GIB
+from rigctl.vllm.kvpool import kv_dtype_bytes
 from rigctl.vllm.options import load_option_table
 
 DEFAULT_RIG = "2x3090-nvlink"
@@ -114,7 +116,7 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         mtp_step_cost=card.mtp_step_cost,
         mtp_batch_cost=card.mtp_batch_cost,
     )
-    stats = Stats(cfg.dp, plan0.max_model_len, spec=cfg.spec_tokens > 0)
+    stats = Stats(cfg.dp, plan0.max_model_len, spec=cfg.spec_tokens > 0, offload=bool(cfg.kv_offloading_size))
     pool = plan0.context_tokens
     replicas = [
         EngineReplica(
@@ -129,6 +131,12 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         )
         for d in range(cfg.dp)
     ]
+    if cfg.kv_offloading_size:
+        dims = model.dims
+        token_bytes = dims.attention_layers * dims.kv_heads * dims.head_dim * 2 * kv_dtype_bytes(cfg.kv_cache_dtype, dims)
+        for replica in replicas:
+            replica.token_bytes = token_bytes
+            replica.offload_tokens = int(cfg.kv_offloading_size * GIB / max(1, token_bytes))
     stall = os.environ.get("RIGCTL_SIM_STALL_AFTER", "").strip()
     return EngineSim(replicas, stall_after=float(stall) if stall else None)
 

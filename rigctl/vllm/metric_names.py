@@ -19,6 +19,9 @@ COUNTERS = {
     "spec_draft_tokens": ("spec_decode_num_draft_tokens_total",),
     "spec_accepted_tokens": ("spec_decode_num_accepted_tokens_total",),
     "prompt_cached": ("prompt_tokens_cached_total",),
+    # vLLM 0.33's native KV offload to host RAM (--kv-offloading-size)
+    "offload_store_bytes": ("kv_offload_store_bytes_total",),
+    "offload_load_bytes": ("kv_offload_load_bytes_total",),
 }
 HISTOGRAMS = {
     "ttft": ("time_to_first_token_seconds",),

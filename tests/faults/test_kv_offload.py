@@ -41,3 +41,27 @@ def test_an_offload_larger_than_the_hosts_memory_is_refused_before_the_stop(rig:
     assert offload["tokens"] == 32_768, offload
     text = rig.rigctl("fit", "offload").stdout
     assert "KV offload: 1 GiB of host RAM pinned (native; summed over the TP ranks): ~32,768 tokens" in text, text
+
+
+def test_blocks_the_gpu_pool_evicts_come_back_from_the_offload(rig: Rig) -> None:
+    """A GPU pool of 15 blocks and a 1 GiB offload: six distinct 7k-token prompts evict
+    the first from the GPU; sent again it is found in host RAM. The engine's counters say so, and
+    rigctl metrics reads them (stored and loaded bytes, the external hit rate)."""
+    import httpx
+
+    rig.add_profile("offload-small", "kv_offloading_size = 1\nkv_cache_memory_bytes = 400000000\nmax_model_len = 14000\n")
+    assert rig.rigctl("switch", "offload-small").returncode == 0
+    url = f"http://127.0.0.1:{rig.port}/v1/completions"
+    prompts = [f"document {i}: " + f"word{i} " * 4500 for i in range(6)]  # ~7,000 tokens: 4 blocks of 1,600 each
+    for prompt in [*prompts, prompts[0]]:
+        answer = httpx.post(url, json={"model": "qwen3.6-27b", "prompt": prompt, "max_tokens": 2}, timeout=120)
+        assert answer.status_code == 200, answer.text
+    scrape = httpx.get(f"http://127.0.0.1:{rig.port}/metrics", timeout=30).text
+
+    def total(name: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in scrape.splitlines() if line.startswith(f"vllm:{name}_total"))
+
+    assert total("kv_offload_store_bytes") > 0 and total("kv_offload_load_bytes") > 0, scrape[-2000:]
+    assert total("external_prefix_cache_hits") > 0
+    figures = json.loads(rig.rigctl("metrics", "--json", "--watch", "--count", "1", "--interval", "1").stdout.splitlines()[-1])
+    assert "offload_store_bps" in json.dumps(figures), figures

@@ -46,6 +46,11 @@ def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str,
     extra = []
     if f and f.mean_acceptance_length is not None:
         extra.append(f"MTP accept {fmt.frac_pct(f.acceptance_rate)} len {f.mean_acceptance_length:.2f}")
+    if f and (f.offload_store_bps is not None or f.external_hit_rate is not None):
+        extra.append(
+            f"offload store {fmt.number((f.offload_store_bps or 0) / 1e6, 1)} load "
+            f"{fmt.number((f.offload_load_bps or 0) / 1e6, 1)} MB/s, ext hit {fmt.frac_pct(f.external_hit_rate)}"
+        )
     if f and f.power_w is not None:
         extra.append(f"{f.power_w:,.0f} W, " + (f"{f.joules_per_token:.2f} J/tok" if f.joules_per_token else "J/tok n/a (idle)"))
     return {
