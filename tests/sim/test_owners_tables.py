@@ -96,3 +96,65 @@ def test_the_3090_owners_async_scheduling_gain(tmp_path: Path) -> None:
         assert abs(gain / (210.1 / 166.8) - 1) <= 0.25, f"async x{gain:.2f} tok/s, the owner x1.26"
     finally:
         rig.cleanup()
+
+
+SEQS_PLAN = """description = "max_num_seqs 4 -> 8 at 8 concurrent short requests (the 3090 owner's gate)"
+control = "seqs4"
+candidate = "seqs8"
+order = "ABA"
+[workload]
+kind = "chat-short"
+concurrency = 8
+requests = 48
+max_tokens = 256
+warmup_requests = 8
+[gate]
+metric = "output_tok_per_s"
+min_change = 0.05
+"""
+MTP_PLAN = """description = "MTP depth 1 at max_num_seqs 1 (the 3090 owner's loss)"
+control = "one"
+candidate = "one-mtp"
+order = "ABA"
+[workload]
+kind = "decode-heavy"
+concurrency = 1
+requests = 4
+max_tokens = 512
+warmup_requests = 1
+[gate]
+metric = "output_tok_per_s"
+min_change = 0.05
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("plan", "profiles", "owner"),
+    [
+        (SEQS_PLAN, {"seqs4": "max_num_seqs = 4\n", "seqs8": "max_num_seqs = 8\n"}, 352.8 / 208.1),
+        (
+            MTP_PLAN,
+            {
+                "one": "max_num_seqs = 1\n",
+                "one-mtp": 'max_num_seqs = 1\nspeculative_config = { method = "mtp", num_speculative_tokens = 1 }\n',
+            },
+            51.53 / 67.64,
+        ),
+    ],
+    ids=["max-num-seqs-4-to-8", "mtp-depth-1"],
+)
+def test_the_3090_owners_gates(tmp_path: Path, plan: str, profiles: dict[str, str], owner: float) -> None:
+    """On the 2x3090 NVLink rig (AWQ TP2): max_num_seqs 4 -> 8 at 8 concurrent, 208.1 -> 352.8 tok/s;
+    MTP at depth 1 and max_num_seqs 1, 67.64 -> 51.53 tok/s. The direction, and the ratio within 25%."""
+    rig = BenchRig(tmp_path / "home")
+    try:
+        for name, body in profiles.items():
+            rig.add_profile(name, body)
+        done, data = rig.bench(str(rig.plan("gate", text=plan)))
+        assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
+        ratio = data["candidate_mean"] / data["control_mean"]
+        assert (ratio > 1) == (owner > 1), f"x{ratio:.2f}, the owner x{owner:.2f}"
+        assert abs(ratio / owner - 1) <= 0.25, f"x{ratio:.2f}, the owner x{owner:.2f}"
+    finally:
+        rig.cleanup()
