@@ -128,29 +128,50 @@ min_change = 0.05
 """
 
 
+BUILD_PLAN = """description = "the build, one stream (the 3090 owner's quantization table)"
+control = "awq"
+candidate = "other"
+order = "ABA"
+[workload]
+kind = "decode-heavy"
+concurrency = 1
+requests = 4
+max_tokens = 512
+warmup_requests = 1
+[gate]
+metric = "output_tok_per_s"
+min_change = 0.05
+"""
+AWQ, FP8, W4A8 = "qwen36-27b-awq-tp2", "qwen36-27b-fp8-tp2", "qwen36-27b-autoround-tp2"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("plan", "profiles", "owner"),
     [
-        (SEQS_PLAN, {"seqs4": "max_num_seqs = 4\n", "seqs8": "max_num_seqs = 8\n"}, 352.8 / 208.1),
+        (SEQS_PLAN, {"seqs4": (AWQ, "max_num_seqs = 4\n"), "seqs8": (AWQ, "max_num_seqs = 8\n")}, 352.8 / 208.1),
         (
             MTP_PLAN,
             {
-                "one": "max_num_seqs = 1\n",
-                "one-mtp": 'max_num_seqs = 1\nspeculative_config = { method = "mtp", num_speculative_tokens = 1 }\n',
+                "one": (AWQ, "max_num_seqs = 1\n"),
+                "one-mtp": (AWQ, 'max_num_seqs = 1\nspeculative_config = { method = "mtp", num_speculative_tokens = 1 }\n'),
             },
             51.53 / 67.64,
         ),
+        (BUILD_PLAN, {"awq": (AWQ, ""), "other": (FP8, "")}, 43.24 / 60.90),
+        (BUILD_PLAN, {"awq": (AWQ, ""), "other": (W4A8, "")}, 58.56 / 60.90),
     ],
-    ids=["max-num-seqs-4-to-8", "mtp-depth-1"],
+    ids=["max-num-seqs-4-to-8", "mtp-depth-1", "fp8-against-awq", "w4a8-against-awq"],
 )
-def test_the_3090_owners_gates(tmp_path: Path, plan: str, profiles: dict[str, str], owner: float) -> None:
-    """On the 2x3090 NVLink rig (AWQ TP2): max_num_seqs 4 -> 8 at 8 concurrent, 208.1 -> 352.8 tok/s;
-    MTP at depth 1 and max_num_seqs 1, 67.64 -> 51.53 tok/s. The direction, and the ratio within 25%."""
+def test_the_3090_owners_gates(tmp_path: Path, plan: str, profiles: dict[str, tuple[str, str]], owner: float) -> None:
+    """On the 2x3090 NVLink rig (TP2): max_num_seqs 4 -> 8 at 8 concurrent, 208.1 -> 352.8 tok/s;
+    MTP at depth 1 and max_num_seqs 1, 67.64 -> 51.53 tok/s; one stream's decode of FP8 and
+    AutoRound W4A8 against AWQ W4A16, 43.24 and 58.56 against 60.90 tok/s. The direction, and the
+    ratio within 25%."""
     rig = BenchRig(tmp_path / "home")
     try:
-        for name, body in profiles.items():
-            rig.add_profile(name, body)
+        for name, (parent, body) in profiles.items():
+            rig.add_profile(name, body, parent=parent)
         done, data = rig.bench(str(rig.plan("gate", text=plan)))
         assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
         ratio = data["candidate_mean"] / data["control_mean"]
