@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from rigctl.errors import BadInputError
-from rigctl.vllm.options import parse_human_int
+from rigctl.vllm.argv import read_serve_argv
+from rigctl.vllm.options import load_option_table, parse_human_int
 
 NO_PREFIX_CACHING = ("--no-enable-prefix-caching", "--disable-prefix-caching")
 
@@ -76,28 +77,10 @@ def options_from_launch(argv: list[str] | tuple[str, ...], env: dict[str, str]) 
 
 
 def options_from_argv(argv: list[str] | tuple[str, ...]) -> LaunchOptions:
-    """Parse `... serve MODEL --flag value ...` (both `--flag=value` and `--flag value`)."""
-    words = list(argv)
-    model = None
-    if "serve" in words:
-        at = words.index("serve")
-        if at + 1 < len(words) and not words[at + 1].startswith("-"):
-            model = words[at + 1]
-    flags: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word.startswith("--"):
-            name, eq, inline = word.partition("=")
-            if eq:
-                flags[name] = inline
-            elif i + 1 < len(words) and not words[i + 1].startswith("--"):
-                flags[name] = words[i + 1]
-                i += 1
-            else:
-                flags[name] = ""
-        i += 1
-    model = flags.get("--model", model)
+    """`... serve MODEL --flag value ...` read as vLLM reads it (rigctl/vllm/argv.py: short forms,
+    `=` forms, flags without a value), the memory flags kept."""
+    read = read_serve_argv(argv, load_option_table())
+    flags, model = read.flags, read.model
 
     def number(flag: str) -> int | None:
         return parse_human_int(flags[flag]) if flag in flags else None
@@ -105,7 +88,7 @@ def options_from_argv(argv: list[str] | tuple[str, ...]) -> LaunchOptions:
     spec_tokens, spec_other = _spec(flags["--speculative-config"]) if "--speculative-config" in flags else (0, None)
     return LaunchOptions(
         model=model,
-        tp=number("--tensor-parallel-size") or number("-tp") or 1,
+        tp=number("--tensor-parallel-size") or 1,
         dp=number("--data-parallel-size") or 1,
         max_model_len=number("--max-model-len"),
         max_num_seqs=number("--max-num-seqs"),
