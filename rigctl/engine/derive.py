@@ -10,7 +10,7 @@ rate() does; a rate is never negative.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from rigctl.engine.metrics import EngineSnapshot, Histogram
@@ -124,6 +124,14 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+def engine_restarted(before: EngineSnapshot, after: EngineSnapshot) -> bool:
+    """vLLM started again between two scrapes: its process start moved (by more than a second: the
+    start is read back from the process, to the jiffy), else any counter of both scrapes fell."""
+    if before.process_start and after.process_start and abs(after.process_start - before.process_start) > 1:
+        return True
+    return any(after.counters[k] < before.counters[k] for k in before.counters.keys() & after.counters.keys())
+
+
 def latency_quantiles(before: EngineSnapshot, after: EngineSnapshot) -> dict[str, Quantiles]:
     """TTFT, ITL, TPOT, e2e and queue p50/p95 of what the histograms observed between two scrapes."""
     latency = {}
@@ -142,9 +150,13 @@ def interval(
     serving_gpus: frozenset[int] | None = None,
 ) -> IntervalFigures:
     span = seconds if seconds is not None else after.timestamp - before.timestamp
-    restarted = before.process_start is not None and after.process_start is not None and after.process_start != before.process_start
+    # One rule with the record (record/rows.py builds its rows by it): a restarted engine's counters
+    # count from zero, whatever they were before, so everything in `after` is new.
+    restarted = engine_restarted(before, after)
+    missing = 0.0 if before.counters or restarted else None  # in a real earlier scrape, an absent series had not started
+    if restarted:
+        before = replace(before, counters={}, prompt_by_source={}, finished_by_reason={}, accepted_per_position={}, histograms={})
     deltas: dict[str, float | None] = {}
-    missing = 0.0 if before.counters else None  # in a real earlier scrape, an absent series had not started
     for key in set(before.counters) | set(after.counters):
         deltas[key], reset = _delta(before.counters.get(key, missing), after.counter(key))
         restarted = restarted or reset
@@ -162,7 +174,7 @@ def interval(
     drafts = deltas.get("spec_drafts")
     per_position = (
         tuple(
-            (_delta(before.accepted_per_position.get(p), after.accepted_per_position[p])[0] or 0.0) / drafts
+            (_delta(before.accepted_per_position.get(p, 0.0), after.accepted_per_position[p])[0] or 0.0) / drafts
             for p in sorted(after.accepted_per_position)
         )
         if drafts

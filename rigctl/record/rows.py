@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigctl.engine.derive import engine_restarted
 from rigctl.engine.metrics import EngineSnapshot, Histogram
 
 DOWNSAMPLED_S = 300
@@ -106,10 +107,8 @@ def _timing(before: Histogram | None, after: Histogram | None, restarted: bool) 
 
 
 def restarted(before: EngineSnapshot, after: EngineSnapshot) -> bool:
-    """vLLM started again between the two scrapes: its process start moved, or a counter fell."""
-    if before.process_start and after.process_start and after.process_start > before.process_start + 1:
-        return True
-    return any((after.counters.get(k) or 0) < (before.counters.get(k) or 0) for k in COUNTED)
+    """vLLM started again between the two scrapes: the dashboard's rule (engine/derive.py)."""
+    return engine_restarted(before, after)
 
 
 def interval(
