@@ -12,6 +12,7 @@ SIM_MAY_IMPORT = {
     "rigctl.vllm.memory",
     "rigctl.vllm.model",
     "rigctl.vllm.weights",  # vLLM's memory, the one fit predicts with
+    "rigctl.vllm.kvpool",  # vLLM's KV bytes a token (the offload tier sizes its blocks so)
     "rigctl.vllm.metric_names",  # vLLM's metric names and histogram buckets
     "rigctl.paths",
     "rigctl.errors",

@@ -106,6 +106,9 @@ class RigApp(ServingApp):
         self.initial_switch = initial_switch
         self._poll_loop_worker: Worker[None] | None = None
         self._tick_worker: Worker[None] | None = None
+        self._tick_lock = threading.Lock()  # poll_now and the one-tick worker: ask again vs end
+        self._tick_running = False
+        self._tick_again = False
         self._wake = threading.Event()
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0

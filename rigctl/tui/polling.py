@@ -32,6 +32,9 @@ class PollingApp(App[None]):
     _wake: threading.Event
     _poll_loop_worker: Worker[None] | None
     _tick_worker: Worker[None] | None
+    _tick_lock: threading.Lock
+    _tick_running: bool
+    _tick_again: bool
     _rig_failing: bool
 
     @property
@@ -39,17 +42,35 @@ class PollingApp(App[None]):
         return False  # RigApp says when a switch, restart or stop runs
 
     def poll_now(self) -> None:
-        """Sample now: wakes the loop, or (no loop: tests, r before the first tick) runs one tick."""
+        """Sample now: wakes the loop, or (no loop: tests, r before the first tick) runs one tick. A
+        tick already under way may have sampled before the ask: it samples once more before it ends,
+        so what changed before `r` is always shown (never a tick that had already read the GPUs)."""
         if self._poll_loop_worker is not None and not self._poll_loop_worker.is_finished:
             self._wake.set()
-        elif self._tick_worker is None or self._tick_worker.is_finished:
-            self._tick_worker = self._one_tick()
+            return
+        with self._tick_lock:
+            if self._tick_running:
+                self._tick_again = True
+                return
+            self._tick_running = True
+        self._tick_worker = self._one_tick()
 
     @work(thread=True, group="poll", exit_on_error=False, description="Sampling the GPUs and /metrics")
     def _one_tick(self) -> None:
-        engine, serving = self.monitor.poll_engine_now()
-        tick = self.monitor.tick(False, self.dashboard.tail_reader)
-        self.post_message(Polled(tick.rig, engine, serving, list(tick.errors), tick.log))
+        try:
+            while True:
+                engine, serving = self.monitor.poll_engine_now()
+                tick = self.monitor.tick(False, self.dashboard.tail_reader)
+                self.post_message(Polled(tick.rig, engine, serving, list(tick.errors), tick.log))
+                with self._tick_lock:
+                    if not self._tick_again:
+                        self._tick_running = False
+                        return
+                    self._tick_again = False
+        except BaseException:
+            with self._tick_lock:
+                self._tick_running = self._tick_again = False
+            raise
 
     @work(thread=True, group="poll-loop", exit_on_error=False, description="Sampling the GPUs and /metrics")
     def _poll_loop(self, interval: float, metrics_interval: float) -> None:
