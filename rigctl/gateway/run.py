@@ -84,6 +84,18 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[st
         if plan.control is not None:
             with contextlib.suppress(OSError):
                 plan.control.unlink()
+        _ignore_signals_from_here(loop)
+
+
+def _ignore_signals_from_here(loop: asyncio.AbstractEventLoop) -> None:
+    """The door has stopped; a second Ctrl-C or SIGTERM now only asks again. Left to the loop, its
+    teardown puts the default handlers back, and a signal landing then killed the process with
+    the door already closed (exit -2 for a stop that went well). Handed back here instead, the
+    handler gone from the loop's table, so the loop's close does not restore the default."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(ValueError, RuntimeError):
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_IGN)
 
 
 SD_LISTEN_FDS_START = 3  # sd_listen_fds(3): the first socket systemd passes
