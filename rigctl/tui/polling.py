@@ -21,9 +21,10 @@ from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import Polled
 from rigctl.tui.screens.dashboard import DashboardScreen
 from rigctl.tui.screens.processes import ProcessesScreen
+from rigctl.tui.worker_errors import SaysWorkerErrors
 
 
-class PollingApp(App[None]):
+class PollingApp(SaysWorkerErrors, App[None]):
     # set by RigApp's __init__
     monitor: Monitor
     dashboard: DashboardScreen

@@ -21,6 +21,7 @@ from rigctl.bench.rawdir import RawDir, bench_dir
 from rigctl.bench.report import list_rows, reload, render
 from rigctl.errors import RigctlError
 from rigctl.tui.widgets.columns import clear_with_columns
+from rigctl.tui.worker_errors import SaysWorkerErrors
 
 
 def live_text(live: LiveBench | None) -> str:
@@ -52,7 +53,7 @@ def shown(row: list[str], wide: bool = True) -> list[str]:
     return [*cells, gate] if wide else cells
 
 
-class BenchScreen(Screen[None]):
+class BenchScreen(SaysWorkerErrors, Screen[None]):
     BINDINGS = [
         Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
         Binding("ctrl+r", "reload", "Reload", tooltip="read the kept runs again"),

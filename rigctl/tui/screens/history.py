@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from rigctl import fmt
 from rigctl.serve.boots import BootRecord, read_all
 from rigctl.tui.widgets.columns import clear_with_columns
+from rigctl.tui.worker_errors import SaysWorkerErrors
 
 COLUMNS = ("when", "profile", "hash", "KV tokens", "conc", "max len", "GiB", "load s", "boot s")
 # below 120 columns: what a boot measured that a switch is judged by, each whole (the rest: 120+)
@@ -38,7 +39,7 @@ def history_cells(record: BootRecord) -> tuple[str, ...]:
     )
 
 
-class HistoryScreen(Screen[None]):
+class HistoryScreen(SaysWorkerErrors, Screen[None]):
     BINDINGS = [
         Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
         Binding("ctrl+r", "reload", "Reload", tooltip="read history.jsonl again"),

@@ -26,6 +26,7 @@ from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve.boots import BootRecord, read_history
 from rigctl.serve.statefiles import active_profile_name
 from rigctl.tui.widgets.columns import clear_with_columns
+from rigctl.tui.worker_errors import SaysWorkerErrors
 from rigctl.vllm.options import OptionTable
 
 COLUMNS = ("name", "layout", "quant", "ctx", "seqs", "async", "mtp", "kv")
@@ -97,7 +98,7 @@ def diff_text(changes: list[Change], active: str) -> str:
     return "\n".join(lines)
 
 
-class ProfilesScreen(Screen[None]):
+class ProfilesScreen(SaysWorkerErrors, Screen[None]):
     BINDINGS = [
         Binding(
             "s",

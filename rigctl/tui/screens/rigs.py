@@ -23,6 +23,7 @@ from rigctl.exporter.rigs import RigRow, RigsView, rigs_view
 from rigctl.remote.commands import SWITCH_ENDINGS, RemoteProfile, remote_profiles, remote_switch
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.widgets.columns import clear_with_columns
+from rigctl.tui.worker_errors import SaysWorkerErrors
 
 COLUMNS = ("rig", "state", "profile", "KV pool", "usage", "hit", "tok/s", "power", "alerts", "last switch", "ssh")
 # what goes first when the screen is narrow: the figures a rig is judged by stay, whole
@@ -63,7 +64,7 @@ def rig_cells(row: RigRow) -> dict[str, str]:
     }
 
 
-class RigsScreen(Screen[None]):
+class RigsScreen(SaysWorkerErrors, Screen[None]):
     BINDINGS = [
         Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
         Binding("s", "switch_rig", "Switch it", tooltip="the highlighted rig's profiles, then a switch there over SSH"),
@@ -188,7 +189,7 @@ class RigProfilesScreen(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
-class RemoteSwitchScreen(ModalScreen[None]):
+class RemoteSwitchScreen(SaysWorkerErrors, ModalScreen[None]):
     """A switch on another rig: its lines as the rig prints them, then what its exit code means.
     Escape closes this view only; the switch there goes on to its end."""
 

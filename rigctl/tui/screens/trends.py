@@ -22,6 +22,7 @@ from rigctl.errors import RigctlError
 from rigctl.record.reader import RecordReader
 from rigctl.record.trends import WINDOWS, Figure, Trends
 from rigctl.tui.chart import chart, mark_line, time_axis
+from rigctl.tui.worker_errors import SaysWorkerErrors
 
 RELOAD_S = 10.0
 CHART_LINES = 3
@@ -74,7 +75,7 @@ def render_trends(trends: Trends, width: int) -> list[Text]:
     return lines
 
 
-class TrendsScreen(Screen[None]):
+class TrendsScreen(SaysWorkerErrors, Screen[None]):
     BINDINGS = [
         Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
         Binding("1", "window('1h')", "1h", show=False, tooltip="the last hour"),

@@ -21,6 +21,7 @@ from rigctl.serve.logtail import TailReader
 from rigctl.tui.messages import LogLines
 from rigctl.tui.widgets.server_log import LogHighlighter, ServerLog
 from rigctl.tui.widgets.tail_view import TailView
+from rigctl.tui.worker_errors import SaysWorkerErrors
 
 # Seconds between reads. Each read that finds lines scrolls and repaints the visible tail,
 # so this sets the tail's CPU cost beside vLLM (benchmarks/bench_tui.py): a panel on the
@@ -28,7 +29,7 @@ from rigctl.tui.widgets.tail_view import TailView
 SCREEN_READ_EVERY = 0.5
 
 
-class LogTail(Vertical):
+class LogTail(SaysWorkerErrors, Vertical):
     def __init__(
         self, settings: Settings, *, id: str, read_every: float | None, scrollback: int = 0, hide_own_polls: bool = False
     ) -> None:
