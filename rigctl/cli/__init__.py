@@ -7,7 +7,9 @@ cron jobs pay for neither.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import sys
 from collections.abc import Sequence
 
@@ -42,12 +44,29 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """argv parsed; for a command that takes a whole command line after `--` (profile import), the
+    words after it are that command line. argparse cannot take options after a positional and a
+    remainder too (`import NAME --replace -- vllm serve ...` left the remainder unrecognized)."""
+    if "--" in argv:
+        at = argv.index("--")
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):  # a usage error is said once, by the whole parse below
+                head = parser.parse_args(argv[:at])
+        except SystemExit:
+            head = None
+        if head is not None and hasattr(head, "command_line"):
+            head.command_line = argv[at + 1 :]
+            return head
+    return parser.parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     wants_json = "--json" in argv
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except SystemExit as exc:  # argparse: --help exits 0, usage errors exit 2 (having said why on stderr)
         code = int(exc.code or 0)
         if wants_json and code:

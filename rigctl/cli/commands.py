@@ -12,7 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topo": ("topo", "topology matrix, P2P status, NVLink per link, PCIe per GPU"),
     "gpus": ("gpus", "live per-GPU figures (one line per GPU)"),
     "sims": ("sims", "list the simulated rigs (for --sim NAME / RIGCTL_SIM); * marks the one selected"),
-    "profile": ("profile", "serving profiles: list, show, diff, validate, argv, edit"),
+    "profile": ("profile", "serving profiles: list, show, diff, validate, argv, edit, import"),
     "switch": ("serving", "serve another profile; roll back to the last good one on failure"),
     "start": ("serving", "start a profile when nothing serves (default: the last good one)"),
     "restart": ("serving", "restart the running profile (a switch to itself, with rollback off)"),

@@ -31,6 +31,22 @@ def register(psub: common.Subparsers) -> None:
     p.add_argument("--from", dest="base", required=True, metavar="BASE")
     p.set_defaults(handler=run_new)
 
+    p = common.add_command(
+        psub,
+        "import",
+        "a profile from the vLLM you already run: a command line, a script, a process, a systemd unit or a compose service",
+    )
+    p.add_argument("name", help="the new profile's name")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--script", metavar="FILE", help="a shell script with a `vllm serve ...` line")
+    source.add_argument("--pid", type=int, help="a running vLLM server (its argv and the environment vLLM reads, from /proc)")
+    source.add_argument("--unit", metavar="UNIT|FILE", help="a systemd unit (read with systemctl cat) or a unit file")
+    source.add_argument("--compose", metavar="FILE", help="a docker compose file (with --service)")
+    p.add_argument("--service", help="the compose service that runs vLLM")
+    p.add_argument("--replace", action="store_true", help="write over a user profile of that name")
+    p.epilog = "or the command line itself after --: rigctl profile import NAME -- vllm serve MODEL -tp 2 ..."
+    p.set_defaults(handler=run_import, command_line=[])
+
     p = common.add_command(psub, "refresh-options", "read the option table from an installed vLLM")
     p.add_argument("--python", default=sys.executable, help="the Python that has vLLM installed (default: this one)")
     p.set_defaults(handler=run_refresh)
@@ -69,6 +85,12 @@ def run_new(args: argparse.Namespace) -> int:
     _print_warnings(warnings)
     print(f"created {path} (extends {args.base})")
     return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from rigctl.cli.profile_import import run
+
+    return run(args)
 
 
 def run_refresh(args: argparse.Namespace) -> int:

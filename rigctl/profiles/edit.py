@@ -18,6 +18,9 @@ from tomlkit.items import Table
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import BadInputError
 from rigctl.gpu.model import RigInfo
+from rigctl.paths import ensure_private_dir
+from rigctl.profiles.envfile import env_line
+from rigctl.profiles.importing import ImportedProfile, with_env_file
 from rigctl.profiles.schema import Diagnostic, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
@@ -155,3 +158,40 @@ def new_profile(
         f"extends = {tomlkit.string(base).as_string()}\n\n[vllm]\n\n[env]\n"
     )
     return path, _commit(store, path, text, tables, rig)
+
+
+def import_profile(
+    store: ProfileStore,
+    name: str,
+    imported: ImportedProfile,
+    tables: OptionTables,
+    rig: RigInfo | None = None,
+    replace: bool = False,
+) -> tuple[Path, Path | None, list[Diagnostic]]:
+    """Write an imported profile (validated first, as every edit) and, where the launch had
+    secrets, the 0600 env file it names. Nothing is left behind when validation refuses it."""
+    if "/" in name or not name or name.startswith((".", "-")):
+        raise BadInputError(f"{name!r} is not a profile name (letters, digits, - and _)")
+    path = store.user / f"{name}.toml"
+    if path.exists() and not replace:
+        raise BadInputError(f"{path} already exists (--replace to write over it)")
+    if not path.exists() and name in store.names():
+        raise BadInputError(f"{name} is a shipped example's name: choose another (the user's would hide it)")
+    text, env_path = imported.text, None
+    if imported.secrets:
+        env_path = store.user.parent / "secrets" / f"{name}.env"
+        text = with_env_file(text, str(env_path))
+    store.user.mkdir(parents=True, exist_ok=True)
+    previous = env_path.read_bytes() if env_path is not None and env_path.exists() else None
+    if env_path is not None:
+        ensure_private_dir(env_path.parent)
+        write_text_atomic(env_path, "".join(env_line(k, v) + "\n" for k, v in imported.secrets.items()), mode=0o600)
+    try:
+        return path, env_path, _commit(store, path, text, tables, rig)
+    except BaseException:
+        if env_path is not None:  # the profile was refused: the secrets file goes back to what it was
+            if previous is None:
+                env_path.unlink(missing_ok=True)
+            else:
+                write_text_atomic(env_path, previous.decode(), mode=0o600)
+        raise

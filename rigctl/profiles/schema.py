@@ -20,7 +20,7 @@ VERIFY_KEYS = (
     "tools_streamed",
     "min_acceptance",
 )  # as config.toml's [verify]
-RIGCTL_KEYS = ("boot_timeout", "vllm_command")
+RIGCTL_KEYS = ("boot_timeout", "vllm_command", "extra_args", "env_file")
 
 # The knobs every display shows first, in this order.
 FIRST_CLASS = (

@@ -117,3 +117,9 @@ def launch_diff(a: LaunchSpec, b: LaunchSpec) -> list[Change]:
         if env_a.get(key) != env_b.get(key):
             changes.append(Change(f"env {key}", env_a.get(key), env_b.get(key)))
     return changes
+
+
+def nearest(candidates: dict[str, LaunchSpec], spec: LaunchSpec) -> tuple[str, list[Change]] | None:
+    """The launch among `candidates` with the fewest changes to `spec` (ties: the first name)."""
+    ranked = sorted((len(changes), name, changes) for name, changes in ((n, launch_diff(c, spec)) for n, c in candidates.items()))
+    return (ranked[0][1], ranked[0][2]) if ranked else None

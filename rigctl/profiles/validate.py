@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from rigctl.gpu.model import RigInfo
+from rigctl.profiles.envfile import env_file_path
 from rigctl.profiles.lints import lint
 from rigctl.profiles.schema import VERIFY_KEYS, Diagnostic, Profile
 from rigctl.profiles.settings import ResolvedSettings, Setting, gpus_needed, not_one_of, resolve_settings
@@ -104,7 +105,36 @@ def _rigctl_table(profile: Profile) -> list[Diagnostic]:
                 "error", "rigctl.vllm_command", 'must be a command: a list of strings such as ["/opt/vllm/bin/vllm"]'
             )
         )
+    extra = profile.rigctl.get("extra_args")
+    if extra is not None and not (isinstance(extra, list) and all(isinstance(a, str) for a in extra)):
+        out.append(
+            profile.diagnostic("error", "rigctl.extra_args", 'must be a list of strings, as argv words: ["--new-flag", "value"]')
+        )
+    out += _env_file(profile)
     return out
+
+
+def _env_file(profile: Profile) -> list[Diagnostic]:
+    """`[rigctl] env_file`: a file of KEY=value lines (the profile's secrets, kept out of it)."""
+    if "env_file" not in profile.rigctl:
+        return []
+    path = env_file_path(profile)
+    if path is None:
+        return [profile.diagnostic("error", "rigctl.env_file", "must be the path of a file of KEY=value lines")]
+    try:
+        mode = path.stat().st_mode
+        path.read_bytes()
+    except OSError as exc:
+        return [profile.diagnostic("error", "rigctl.env_file", f"{path}: {exc.strerror or exc}")]
+    if mode & 0o077:
+        return [
+            profile.diagnostic(
+                "warning",
+                "rigctl.env_file",
+                f"{path} holds secrets and others can read it (mode {mode & 0o777:o}): chmod 600 {path}",
+            )
+        ]
+    return []
 
 
 def _check_value(key: str, value: Any) -> str | None:

@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from rigctl.profiles.envfile import profile_file_env
 from rigctl.profiles.schema import FIRST_CLASS, Profile, ProfileError
 from rigctl.profiles.settings import ResolvedSettings
 from rigctl.profiles.validate import validated
@@ -109,8 +110,9 @@ def launch(profile: Profile, settings: ResolvedSettings, vllm_command: tuple[str
     the checked profile, which resolved them once)."""
     order = [d for d in FIRST_CLASS if d in settings] + sorted(d for d in settings if d not in FIRST_CLASS)
     argv: list[str] = [*(profile_command(profile) or vllm_command), "serve", str(profile.model)]
-    secrets: list[str] = []
-    env = {k: str(v) for k, v in sorted(profile.env.items())}
+    file_env = profile_file_env(profile)  # the secrets kept out of the profile: every value is one
+    secrets: list[str] = [v for v in file_env.values() if v]
+    env = {**file_env, **{k: str(v) for k, v in sorted(profile.env.items())}}
     for dest in order:
         setting = settings[dest]
         if dest in SECRET_OPTIONS or is_secret_option(dest):
@@ -120,6 +122,9 @@ def launch(profile: Profile, settings: ResolvedSettings, vllm_command: tuple[str
                 env[SECRET_ENV_FOR[dest]] = values[0]
                 continue
         argv += option_args(setting.option, setting.value)
+    extra = profile.rigctl.get("extra_args")
+    if isinstance(extra, list):  # flags this vLLM's table does not know, as the owner wrote them
+        argv += [str(a) for a in extra]
     host = str(settings["host"].value) if "host" in settings else DEFAULT_HOST
     if "host" not in settings and "uds" not in settings:
         argv += ["--host", DEFAULT_HOST]

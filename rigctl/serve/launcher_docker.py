@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import StopFailed
+from rigctl.profiles.envfile import read_env_file
 from rigctl.serve import discover
-from rigctl.serve.launcher_systemd import Runner, env_file_problems, read_env_file, run
+from rigctl.serve.launcher_systemd import Runner, env_file_problems, run
 from rigctl.serve.logfollow import CommandFollower
 from rigctl.serve.statefiles import ServerRecord
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import StopFailed
+from rigctl.profiles.envfile import env_line, read_env_file
 from rigctl.serve import discover
 from rigctl.serve.logfollow import CommandFollower
 from rigctl.serve.statefiles import ServerRecord
@@ -47,12 +48,6 @@ def systemd_quote(arg: str) -> str:
     return escaped if re.fullmatch(r"[A-Za-z0-9_@%+=:,./$-]+", escaped) else f'"{escaped}"'
 
 
-def env_line(key: str, value: str) -> str:
-    if "\n" in value or "\r" in value:
-        raise ValueError(f"env.{key}: a value with a line break cannot go into an environment file")
-    return f'{key}="{value.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-
-
 def env_file_problems(env: dict[str, str]) -> list[str]:
     """Values an environment file cannot hold: a line break would start a line of its own."""
     return [
@@ -60,23 +55,6 @@ def env_file_problems(env: dict[str, str]) -> list[str]:
         for k, v in env.items()
         if "\n" in v or "\r" in v
     ]
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY="value" lines as env_line writes them (and docker's bare KEY=value)."""
-    out: dict[str, str] = {}
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        key, eq, value = line.partition("=")
-        if not eq:
-            continue
-        if len(value) >= 2 and value[0] == value[-1] == '"':
-            value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        out[key] = value
-    return out
 
 
 def _last_line(done: subprocess.CompletedProcess[str]) -> str:

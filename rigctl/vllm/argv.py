@@ -46,6 +46,12 @@ def read_serve_argv(argv: Sequence[str], table: OptionTable) -> ServeArgv:
         negated = False
         if name.startswith("--"):
             found = table.resolve(key_of(name))
+            if found is None and name.startswith("--no-"):
+                # argparse's BooleanOptionalAction takes --no-X for every boolean X, listed or not
+                # (vLLM 0.33 still takes --no-enable-prefix-caching beside --disable-prefix-caching)
+                positive = table.resolve(key_of("--" + name[5:]))
+                if positive is not None and positive[0].kind == "bool" and not positive[1]:
+                    found = (positive[0], True)
             option, negated = found if found else (None, False)
         else:
             option = shorts.get(name)

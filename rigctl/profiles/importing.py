@@ -1,0 +1,364 @@
+"""A profile from the vLLM the owner already runs: a `vllm serve ...` command line (typed, or a
+shell script's line), a running process (/proc: its argv and the environment vLLM reads), a
+systemd unit (ExecStart, Environment=, EnvironmentFile=) or a docker compose service.
+
+The command line is read as vLLM reads it (rigctl/vllm/argv.py, by the option table); each key
+of the profile carries a comment saying where it came from. Secrets (an --api-key, HF_TOKEN) never
+go into the profile: they go to a 0600 environment file the profile names (`[rigctl] env_file`).
+A flag the option table does not know is kept verbatim in `[rigctl] extra_args` and said. The core
+here reads text and builds text; the CLI reads /proc, the unit and the compose file."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import tomlkit
+
+from rigctl.errors import BadInputError, one_line
+from rigctl.profiles.envfile import parse_env_text, shell_assignment
+from rigctl.redact import is_secret_env, is_secret_option, redact_argv
+from rigctl.vllm.argv import read_serve_argv
+from rigctl.vllm.options import OptionTable, VllmOption
+
+# What vLLM (and torch, NCCL, the HF hub under it) read from their environment; the rest of a
+# process's environment (PATH, HOME, the login's) is not the engine's configuration.
+ENGINE_ENV_PREFIXES = (
+    "VLLM_",
+    "CUDA_",
+    "NCCL_",
+    "HF_",
+    "HUGGING_FACE_",
+    "PYTORCH_",
+    "TORCH_",
+    "TRANSFORMERS_",
+    "TOKENIZERS_",
+    "TRITON_",
+    "FLASHINFER_",
+    "OMP_",
+    "NVIDIA_",
+)
+# vLLM reads these options' values from its environment too (rigctl's launch moves them there)
+SECRET_OPTION_ENV = {"api_key": "VLLM_API_KEY", "hf_token": "HF_TOKEN"}
+# rigctl's own markers on a server it started: not the owner's configuration
+OWN_ENV_PREFIX = "RIGCTL_"
+# what `vllm serve` is, spelled the ways owners start it
+_API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+
+
+@dataclass(frozen=True)
+class ImportSource:
+    """A vLLM launch as found: the words of its command line and its environment."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    origin: str  # "the command line", "process 4242", "unit vllm.service", "compose.yaml service vllm"
+    how: str  # the rigctl command that imported it, for the file's header
+
+
+@dataclass
+class ImportedProfile:
+    text: str  # the profile file, comments included
+    secrets: dict[str, str]  # for the 0600 env file; never in `text`
+    kept: list[str] = field(default_factory=list)  # flags kept verbatim in extra_args
+    notes: list[str] = field(default_factory=list)  # what the owner should know, one line each
+
+
+def engine_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The part of an environment vLLM's stack reads (rigctl's own markers left out)."""
+    return {k: v for k, v in sorted(env.items()) if k.startswith(ENGINE_ENV_PREFIXES) and not k.startswith(OWN_ENV_PREFIX)}
+
+
+def _logical_lines(text: str) -> list[str]:
+    """A script's lines with backslash continuations joined, as a shell reads them."""
+    return re.sub(r"\\\r?\n", " ", text).splitlines()
+
+
+def _is_vllm_launch(words: Sequence[str]) -> bool:
+    if "serve" in words and any(w == "vllm" or w.endswith("/vllm") for w in words[: words.index("serve")]):
+        return True
+    return any(m in words for m in _API_SERVER_MODULES)
+
+
+def from_command_line(words: Sequence[str], how: str) -> ImportSource:
+    """Words as typed after `--` (leading KEY=value assignments become the environment)."""
+    env: dict[str, str] = {}
+    rest = list(words)
+    while rest and (assignment := shell_assignment(rest[0])) is not None:
+        env[assignment[0]] = assignment[1]
+        rest.pop(0)
+    if rest[:1] in (["env"], ["exec"]):  # `exec vllm serve ...` in a script, `env X=1 vllm serve ...`
+        inner = from_command_line(rest[1:], how)
+        return ImportSource(inner.argv, {**env, **inner.env}, inner.origin, how)
+    if not rest:
+        raise BadInputError(
+            "no command line to import: give it after --, as in: rigctl profile import NAME -- vllm serve MODEL ..."
+        )
+    if not _is_vllm_launch(rest):
+        raise BadInputError(f"not a vLLM launch: {one_line(shlex.join(redact_argv(rest))[:200])} (expected `vllm serve MODEL ...`)")
+    return ImportSource(tuple(rest), env, "the command line", how)
+
+
+def from_script(text: str, where: str, how: str) -> ImportSource:
+    """The script's `vllm serve` line, with the variables it exports before it (`export X=...`,
+    `X=... vllm serve ...`). `$VAR` in the line is taken from those; an unknown one is refused."""
+    env: dict[str, str] = {}
+    for number, line in enumerate(_logical_lines(text), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith("export ") or (shell_assignment(stripped.split(" ", 1)[0]) and " " not in stripped):
+            env.update(parse_env_text(stripped))
+            continue
+        try:
+            words = shlex.split(stripped, comments=True)
+        except ValueError as exc:
+            if "vllm" in stripped:
+                raise BadInputError(f"{where}:{number}: cannot read the line as a shell would: {exc}") from None
+            continue
+        if not _is_vllm_launch(words):
+            continue
+        expanded = [_expand(w, env, f"{where}:{number}") for w in words]
+        found = from_command_line(expanded, how)
+        return ImportSource(found.argv, {**env, **found.env}, where, how)
+    raise BadInputError(f"{where}: no `vllm serve` line found (a line starting vllm serve, or python -m {_API_SERVER_MODULES[0]})")
+
+
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expand(word: str, env: Mapping[str, str], where: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in env:
+            raise BadInputError(f"{where}: ${name} is not set in the file: give the line with its value")
+        return env[name]
+
+    return _VAR.sub(value, word)
+
+
+def from_proc(cmdline: bytes, environ: bytes, pid: int, how: str) -> ImportSource:
+    """/proc/PID/cmdline and environ, NUL-separated as the kernel gives them."""
+    argv = [w.decode(errors="replace") for w in cmdline.split(b"\0") if w]
+    env = dict(w.decode(errors="replace").partition("=")[::2] for w in environ.split(b"\0") if b"=" in w)
+    if not argv:
+        raise BadInputError(f"process {pid} has no command line (a kernel thread, or it has just exited)")
+    if not _is_vllm_launch(argv):
+        raise BadInputError(f"process {pid} is not a vLLM server: {one_line(shlex.join(redact_argv(argv))[:200])}")
+    return ImportSource(tuple(argv), engine_env(env), f"process {pid}", how)
+
+
+def from_unit(text: str, where: str, read_env: Any, how: str) -> ImportSource:
+    """A unit file (or `systemctl cat`'s output: the unit and its drop-ins, in order): the last
+    ExecStart= (a drop-in's empty ExecStart= resets it), Environment= and EnvironmentFile=
+    (`read_env(path)` -> its text, None where it cannot be read; a leading - makes it optional)."""
+    exec_start: str | None = None
+    env: dict[str, str] = {}
+    section = ""
+    for line in _logical_lines(text):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1]
+            continue
+        if section != "Service":
+            continue
+        key, _, value = stripped.partition("=")
+        key, value = key.strip(), value.strip()
+        if key == "ExecStart":
+            exec_start = value or None
+        elif key == "Environment":
+            for word in shlex.split(value):
+                assignment = shell_assignment(word)
+                if assignment is not None:
+                    env[assignment[0]] = assignment[1]
+        elif key == "EnvironmentFile":
+            optional = value.startswith("-")
+            path = value.lstrip("-")
+            content = read_env(path)
+            if content is None and not optional:
+                raise BadInputError(
+                    f"{where}: EnvironmentFile={path} cannot be read (run as a user who can, or give --unit the file)"
+                )
+            env.update(parse_env_text(content or ""))
+    if exec_start is None:
+        raise BadInputError(f"{where}: no ExecStart= in [Service]")
+    words = shlex.split(exec_start.lstrip("-@+!:"))
+    expanded = [_expand(w.replace("$$", "\0"), env, where).replace("\0", "$") for w in words]
+    found = from_command_line(expanded, how)
+    return ImportSource(found.argv, {**env, **found.env}, where, how)
+
+
+def from_compose(document: Any, service: str, where: str, how: str) -> ImportSource:
+    """A compose file's service: its `command` (list or string) after the image's entrypoint
+    (vllm/vllm-openai's is `vllm serve`), or its own `entrypoint`; `environment` as a map or a list."""
+    services = document.get("services") if isinstance(document, dict) else None
+    if not isinstance(services, dict) or service not in services:
+        names = ", ".join(sorted(services)) if isinstance(services, dict) else "none"
+        raise BadInputError(f"{where}: no service {service!r} (services: {names})")
+    spec = services[service]
+    if not isinstance(spec, dict):
+        raise BadInputError(f"{where}: service {service!r} is not a mapping")
+
+    def words(value: Any, key: str) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return shlex.split(value)
+        if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+            return [str(v) for v in value]
+        raise BadInputError(f"{where}: services.{service}.{key} must be a string or a list of strings")
+
+    entrypoint = words(spec.get("entrypoint"), "entrypoint") or ["vllm", "serve"]
+    argv = entrypoint + words(spec.get("command"), "command")
+    raw_env = spec.get("environment") or {}
+    env: dict[str, str] = {}
+    if isinstance(raw_env, dict):
+        env = {str(k): "" if v is None else str(v) for k, v in raw_env.items()}
+    elif isinstance(raw_env, list):
+        env = dict(str(w).partition("=")[::2] for w in raw_env)
+    found = from_command_line(argv, how)
+    source = ImportSource(found.argv, {**env, **found.env}, f"{where} service {service}", how)
+    image = spec.get("image")
+    return ImportSource(source.argv, source.env, source.origin + (f" (image {image})" if image else ""), how)
+
+
+def _typed(option: VllmOption, raw: str) -> Any:
+    """A flag's text as the TOML value a profile writes for it."""
+    if option.kind in ("bool", "flag"):
+        return raw.lower() not in ("false", "0", "no") if raw else True
+    if option.nargs == "?" and raw == "":
+        return True
+    if option.nargs == "+":
+        items = [_typed_scalar(option, w) for w in raw.split()]
+        return items[0] if len(items) == 1 else items
+    return _typed_scalar(option, raw)
+
+
+def _typed_scalar(option: VllmOption, raw: str) -> Any:
+    try:
+        if option.type == "int":
+            return int(raw)
+        if option.type == "float":
+            return float(raw)
+        if option.type == "json":
+            value = json.loads(raw)
+            return value if isinstance(value, (dict, list)) else raw
+    except ValueError:
+        return raw  # validation names it, against the same option
+    if option.type in ("human_int", "human_int_or_auto") and re.fullmatch(r"-?\d+", raw):
+        return int(raw)
+    return raw  # sizes like 32k stay as written: vLLM reads them, and so does validation
+
+
+def _toml(value: Any) -> Any:
+    if isinstance(value, dict):
+        inline = tomlkit.inline_table()
+        for key, item in value.items():
+            inline[key] = _toml(item)
+        return inline
+    if isinstance(value, list):
+        return [_toml(v) for v in value]
+    return value
+
+
+def _commented(value: Any, comment: str) -> Any:
+    item = tomlkit.item(_toml(value))
+    item.comment(one_line(comment))
+    return item
+
+
+def build_profile(source: ImportSource, table: OptionTable, today: str) -> ImportedProfile:
+    """The profile text for `source`, checked against `table` by the caller (as any edit is)."""
+    read = read_serve_argv(source.argv, table)
+    if not read.model:
+        raise BadInputError(f"{source.origin}: the command line names no model (vllm serve MODEL, or --model MODEL)")
+    program = list(source.argv[: source.argv.index("serve")]) if "serve" in source.argv else []
+    doc = tomlkit.document()
+    shown = shlex.join(redact_argv(source.argv))
+    doc.add(tomlkit.comment(f"Imported by `{source.how}` on {today} from {source.origin}:"))
+    doc.add(tomlkit.comment(one_line(shown if len(shown) <= 400 else shown[:400] + " ...")))
+    doc.add(tomlkit.comment("Each key says the flag it came from; `rigctl profile show` and `profile validate` check it."))
+    doc["description"] = f"imported from {source.origin}"
+    doc["model"] = read.model
+    vllm = tomlkit.table()
+    rigctl_table = tomlkit.table()
+    secrets: dict[str, str] = {}
+    imported = ImportedProfile("", secrets)
+    for flag, raw in read.flags.items():
+        if flag in read.unknown or flag == "--model":
+            continue
+        found = table.resolve(flag.lstrip("-").replace("-", "_"))
+        if found is None:
+            continue
+        option, negated = found
+        written = f"{flag} {raw}".strip()
+        if option.dest in SECRET_OPTION_ENV or is_secret_option(option.dest):
+            name = SECRET_OPTION_ENV.get(option.dest, option.dest.upper())
+            secrets[name] = raw
+            imported.notes.append(f"{flag}: its value went to the env file as {name} (vLLM reads it there), not into the profile")
+            continue
+        value = False if negated else _typed(option, raw)
+        vllm[option.dest] = _commented(
+            value, written if option.dest not in ("host", "port") else written + " (where the apps call)"
+        )
+    extra: list[str] = []
+    for flag in read.unknown:
+        extra.append(flag)
+        if read.flags.get(flag):
+            extra.append(read.flags[flag])
+        imported.kept.append(f"{flag} {read.flags.get(flag, '')}".strip())
+    if extra:
+        rigctl_table["extra_args"] = _commented(
+            extra, f"flags this vLLM's option table ({table.version}) does not know, kept verbatim"
+        )
+    if program and program[-1:] != ["vllm"] and program[-1].endswith("/vllm"):
+        # a running vllm shows as `/venv/bin/python3 /venv/bin/vllm serve ...` (its script's
+        # interpreter first): the script alone starts the same vLLM
+        rigctl_table["vllm_command"] = _commented([program[-1]], "the vllm it ran")
+    elif any(m in source.argv for m in _API_SERVER_MODULES):
+        python = source.argv[0]
+        if python.endswith(("/python", "/python3")):
+            rigctl_table["vllm_command"] = _commented(
+                [python.rsplit("/", 1)[0] + "/vllm"], "the vllm beside the python that ran the api_server module"
+            )
+        imported.notes.append(
+            "it ran vLLM's api_server module; rigctl starts `vllm serve`, the same server (its command line is kept)"
+        )
+    env = tomlkit.table()
+    for key, value in sorted(source.env.items()):
+        if is_secret_env(key):
+            secrets[key] = value
+            imported.notes.append(f"env {key}: went to the env file, not into the profile")
+        elif key.startswith(OWN_ENV_PREFIX):
+            continue
+        else:
+            env[key] = _commented(value, f"from {source.origin}")
+    if secrets:
+        rigctl_table["env_file"] = _commented("", "filled in when written: the 0600 file holding the secrets")
+    doc.add(tomlkit.nl())
+    doc["vllm"] = vllm
+    if len(env):
+        doc["env"] = env
+    if len(rigctl_table):
+        doc["rigctl"] = rigctl_table
+    if "--host" in read.flags:
+        imported.notes.append(
+            "host/port: kept as it served (behind `rigctl gateway` rigctl moves vLLM to 127.0.0.1 and the apps keep this address)"
+        )
+    imported.text = tomlkit.dumps(doc)
+    return imported
+
+
+def with_env_file(text: str, env_file: str) -> str:
+    """The imported text with `[rigctl] env_file` set to where the secrets were written."""
+    doc = tomlkit.parse(text)
+    rigctl_table = doc["rigctl"]
+    assert isinstance(rigctl_table, dict)
+    rigctl_table["env_file"] = _commented(env_file, "the 0600 file holding the secrets (never the profile itself)")
+    return tomlkit.dumps(doc)
