@@ -11,6 +11,7 @@ import time
 
 from textual import work
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, get_current_worker
 
 from rigctl.engine.poller import EngineState
@@ -37,6 +38,20 @@ class PollingApp(SaysWorkerErrors, App[None]):
     _tick_running: bool
     _tick_again: bool
     _rig_failing: bool
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification as plain text: what rigctl says carries names from files and config
+        (`[prometheus] url`, `[rigs.box2]`, a profile or path with brackets) that Textual's markup
+        would eat or fail on. Screens' and widgets' notify calls end here too."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     @property
     def serving_action_running(self) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from textual.command import CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
@@ -114,6 +114,9 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
             assert table.row_count == 0 and "no kept runs in" in str(app.screen.query_one("#bench-report", Static).content)
         else:
             assert table.row_count >= 1  # the profiles, or the one boot recorded
+    elif action.startswith("screen.tab("):  # the history screen's tabs, a key each
+        tab = action.removeprefix("screen.tab(").strip("')")
+        assert app.screen.id == "history" and app.screen.query_one("#history-tabs", TabbedContent).active == tab
     elif action == "screen.switch_rig":  # no rig listed: nothing to ask
         assert app.screen.id == "rigs"
     elif action == "screen.clear":

@@ -67,10 +67,10 @@ class BenchScreen(SaysWorkerErrors, Screen[None]):
             self._show(self.rows, read_live())
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(live_text(None)), id="bench-live")
+        yield Static(Text(live_text(None)), id="bench-live", markup=False)
         yield DataTable(id="bench-runs", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="bench-report-box"):
-            yield Static("pick a run (enter) to see its report", id="bench-report")
+            yield Static("pick a run (enter) to see its report", id="bench-report", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:

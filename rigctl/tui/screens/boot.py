@@ -31,9 +31,9 @@ class BootScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="boot-body"):
-            yield Static(self._title(), id="boot-title")
-            yield Static("", id="boot-steps")
-            yield Static("", id="boot-outcome")
+            yield Static(self._title(), id="boot-title", markup=False)
+            yield Static("", id="boot-steps", markup=False)
+            yield Static("", id="boot-outcome", markup=False)
             yield ServerLog(id="boot-log", max_lines=500)
         yield Footer()
 

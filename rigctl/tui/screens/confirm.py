@@ -28,10 +28,10 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(self.question, id="confirm-question")
+            yield Static(self.question, id="confirm-question", markup=False)
             if self.detail:
                 with VerticalScroll(id="confirm-scroll"):
-                    yield Static(self.detail, id="confirm-detail")
+                    yield Static(self.detail, id="confirm-detail", markup=False)
             with Horizontal(id="confirm-buttons"):
                 yield Button("Yes, let them finish (y)" if self.cut else "Yes (y)", id=YES, variant="warning")
                 if self.cut:

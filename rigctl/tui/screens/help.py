@@ -110,11 +110,15 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static("rigctl keys (also ctrl+p: command palette; the mouse clicks rows and buttons)", classes="help-heading")
-            yield Static(help_table(self.rows), id="help-keys")
-            yield Static("What n/a, idle and stale mean", classes="help-heading")
-            yield Static(na_text(), id="help-na")
-            yield Static("esc, ? or q closes this", classes="help-foot")
+            yield Static(
+                "rigctl keys (also ctrl+p: command palette; the mouse clicks rows and buttons)",
+                classes="help-heading",
+                markup=False,
+            )
+            yield Static(help_table(self.rows), id="help-keys", markup=False)
+            yield Static("What n/a, idle and stale mean", classes="help-heading", markup=False)
+            yield Static(na_text(), id="help-na", markup=False)
+            yield Static("esc, ? or q closes this", classes="help-foot", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#help-box").focus()

@@ -43,6 +43,8 @@ class HistoryScreen(SaysWorkerErrors, Screen[None]):
     BINDINGS = [
         Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard"),
         Binding("ctrl+r", "reload", "Reload", tooltip="read history.jsonl again"),
+        Binding("1", "tab('boots')", "Boots", tooltip="the boots tab: each boot's KV pool, load time, outcome"),
+        Binding("2", "tab('served')", "Served", tooltip="the served tab: what each profile did over 7 days"),
     ]
 
     records: list[BootRecord] | None = None
@@ -50,12 +52,15 @@ class HistoryScreen(SaysWorkerErrors, Screen[None]):
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="boots", id="history-tabs"):
-            with TabPane("Boots", id="boots"):
-                yield Static("boots recorded by rigctl (history.jsonl), newest first", id="history-title")
+            with TabPane("Boots (1)", id="boots"):
+                yield Static("boots recorded by rigctl (history.jsonl), newest first", id="history-title", markup=False)
                 yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-            with TabPane("Served (7 days)", id="served"), VerticalScroll():
-                yield Static("reading the serving record...", id="served-report")
+            with TabPane("Served, 7 days (2)", id="served"), VerticalScroll():
+                yield Static("reading the serving record...", id="served-report", markup=False)
         yield Footer()
+
+    def action_tab(self, name: str) -> None:
+        self.query_one("#history-tabs", TabbedContent).active = name
 
     def on_screen_resume(self) -> None:
         self.action_reload()

@@ -41,12 +41,12 @@ class ProcessesScreen(Screen[None]):
     BINDINGS = [Binding("escape", "app.show_dashboard", "Back", show=False, tooltip="back to the dashboard")]
 
     def compose(self) -> ComposeResult:
-        yield Static("processes on each GPU, from the last sample (every second)", id="processes-title")
+        yield Static("processes on each GPU, from the last sample (every second)", id="processes-title", markup=False)
         table: DataTable[str] = DataTable(id="processes-table", cursor_type="row", zebra_stripes=True)
         for column in COLUMNS:
             table.add_column(column, key=column)
         yield table
-        yield Static("", id="processes-command")  # the highlighted row's whole command line
+        yield Static("", id="processes-command", markup=False)  # the highlighted row's whole command line
         yield Footer()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -121,7 +121,7 @@ class ProfilesScreen(SaysWorkerErrors, Screen[None]):
     def compose(self) -> ComposeResult:
         yield DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="profile-detail-scroll"):
-            yield Static("loading profiles...", id="profile-detail")
+            yield Static("loading profiles...", id="profile-detail", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:

@@ -75,9 +75,9 @@ class RigsScreen(SaysWorkerErrors, Screen[None]):
     columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
-        yield Static("reading the rigs...", id="rigs-title")
+        yield Static("reading the rigs...", id="rigs-title", markup=False)
         yield DataTable(id="rigs-table", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="rigs-note")
+        yield Static("", id="rigs-note", markup=False)
         yield Footer()
 
     refresh_timer: Timer | None = None
@@ -182,7 +182,7 @@ class RigProfilesScreen(ModalScreen[str | None]):
             for p in self.profiles
         ]
         with Vertical(id="confirm-box"):
-            yield Static(f"{self.rig}: switch to which profile? (* serves now)", id="confirm-question")
+            yield Static(f"{self.rig}: switch to which profile? (* serves now)", id="confirm-question", markup=False)
             yield OptionList(*options, id="rig-profile-list")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -204,7 +204,7 @@ class RemoteSwitchScreen(SaysWorkerErrors, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(f"{self.rig}: switching to {self.profile}...", id="remote-switch-title")
+            yield Static(f"{self.rig}: switching to {self.profile}...", id="remote-switch-title", markup=False)
             yield Log(id="remote-switch-log", max_lines=500)
 
     def on_mount(self) -> None:

@@ -92,9 +92,9 @@ class TrendsScreen(SaysWorkerErrors, Screen[None]):
         self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="trends-title")
+        yield Static("", id="trends-title", markup=False)
         with VerticalScroll(id="trends-scroll"):
-            yield Static("reading the serving record...", id="trends-charts")
+            yield Static("reading the serving record...", id="trends-charts", markup=False)
         yield Footer()
 
     def on_screen_resume(self) -> None:

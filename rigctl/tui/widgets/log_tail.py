@@ -49,7 +49,7 @@ class LogTail(SaysWorkerErrors, Vertical):
         self.title = "server log"
 
     def compose(self) -> ComposeResult:
-        yield Static("server log", classes="log-title")
+        yield Static("server log", classes="log-title", markup=False)
         yield ServerLog(max_lines=self.scrollback) if self.scrollback else TailView()
 
     def follow(self, on: bool) -> None:
