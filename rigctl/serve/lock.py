@@ -103,3 +103,24 @@ class RigLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def rig_held_by() -> str | None:
+    """Who holds the rig now ("pid 4242 (bench plan-a, since 10:02:11)"), or None when it is free:
+    for asking before a question whose answer would be refused (the TUI's confirm). A probe, not
+    a promise: the switch itself still takes the lock."""
+    lock = RigLock("probe")
+    path = lock.path
+    if not path.exists():
+        return None
+    try:
+        fd = open_own(path, os.O_RDONLY)
+    except (OSError, UnsafePath):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return lock.holder()
+    finally:
+        os.close(fd)  # closing the descriptor drops the probe's own shared lock
+    return None

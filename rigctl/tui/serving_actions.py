@@ -15,6 +15,7 @@ from rigctl.jsonio import DamagedFile
 from rigctl.serve import switch as transaction
 from rigctl.serve.boots import expected_boot, read_all
 from rigctl.serve.cost import SwitchCost, switch_cost
+from rigctl.serve.lock import rig_held_by
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
@@ -42,6 +43,10 @@ class ServingApp(PollingApp):
             return False
         if self.serving_action_running:
             self.notify("a switch, restart or stop is already running", severity="warning")
+            return False
+        holder = rig_held_by()
+        if holder is not None:  # a bench (or a switch from another terminal): asking would only be refused after
+            self.notify(f"the rig is busy: {holder} holds it; try again when it ends", severity="warning", timeout=10)
             return False
         return True
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,43 @@ def test_the_confirm_shows_the_running_requests_and_the_pool_change(
     request.join(60)
     assert request.finish_reason != "length"  # cut, as asked
     assert present(read_record()).profile == "alt"
+
+
+def test_a_switch_asked_while_a_bench_holds_the_rig_is_refused_before_the_confirm(serve_ctx: ServeContext) -> None:
+    """The rig lock held by another process (as `rigctl bench` holds it for its whole run): the
+    switch is refused before the question, saying who holds the rig; once it is free, asked."""
+    hold = "\n".join(
+        [
+            "import sys",
+            "from rigctl.serve.lock import RigLock",
+            "with RigLock('bench plan-a'):",
+            "    print('held', flush=True)",
+            "    sys.stdin.read()",
+        ]
+    )
+    holder = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout.readline().strip() == "held"
+    app = app_for(serve_ctx)
+    seen = Seen()
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
+            await choose(app, pilot, "good")
+            await pilot.press("s")
+            await settle(app, pilot)
+            assert app.screen.id == "profiles" and not isinstance(app.screen, ConfirmScreen)
+            assert seen.notified(f"the rig is busy: pid {holder.pid} (bench plan-a")
+            assert holder.stdin is not None
+            holder.stdin.close()  # the bench ends
+            holder.wait(30)
+            await pilot.press("s")
+            await settle(app, pilot)
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        holder.kill()
+        holder.wait()
