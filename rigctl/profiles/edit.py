@@ -135,10 +135,30 @@ def unset_value(store: ProfileStore, name: str, key: str, tables: OptionTables, 
     container = found if isinstance(found, (Container, Table)) else None
     existing = None if container is None else _existing_key(container, leaf, section == "env")
     if existing is None:
-        raise BadInputError(f"{key} is not set in {path}" + (" (it may come from a parent profile)" if section else ""))
+        raise BadInputError(f"{key} is not set in {path}" + _inherited(store, name, section, leaf))
     assert container is not None
     del container[existing]
     return _commit(store, path, tomlkit.dumps(doc), tables, rig)
+
+
+def _inherited(store: ProfileStore, name: str, section: str | None, leaf: str) -> str:
+    """Where an inherited key comes from, and what the owner can do: TOML has no "not set", so a
+    child cannot take a parent's key away; it can give its own value."""
+    if section is None:
+        return ""
+    profile = store.load(name)
+    values = profile.env if section == "env" else profile.vllm if section == "vllm" else profile.rigctl
+    found = next((k for k in values if k == leaf or (section != "env" and k.replace("-", "_") == leaf.replace("-", "_"))), None)
+    if found is None:
+        return ""
+    origin = profile.origin(f"{section}.{found}")
+    where = (
+        f"{origin.profile} ({origin.path}:{origin.line})" if origin and origin.line else (origin.profile if origin else "a parent")
+    )
+    return (
+        f": it comes from {where}, and a profile cannot remove a parent's key; give it its own value here: "
+        f"rigctl profile set {name} {section}.{leaf} VALUE"
+    )
 
 
 def new_profile(
@@ -149,12 +169,13 @@ def new_profile(
     path = store.user / f"{name}.toml"
     if path.exists():
         raise BadInputError(f"{path} already exists")
-    parent = store.load(base)  # fails early on a bad base
+    store.load(base)  # fails early on a bad base
     today = dt.date.today().isoformat()
     text = (
         f"# Created by `rigctl profile new {name} --from {base}` on {today}.\n"
         f"# Values here override {base} key by key; `rigctl profile show {name}` shows where each comes from.\n"
-        f"description = {tomlkit.string(parent.description or name).as_string()}\n"
+        # not the parent's words: they describe the parent, and `profile list` would show two alike
+        f"description = {tomlkit.string(f'{base} with changes: say which here').as_string()}\n"
         f"extends = {tomlkit.string(base).as_string()}\n\n[vllm]\n\n[env]\n"
     )
     return path, _commit(store, path, text, tables, rig)

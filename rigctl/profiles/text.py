@@ -39,11 +39,25 @@ def _value_text(key: str, value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def chain_text(chain: tuple[str, ...] | list[str]) -> str:
+    """The parents in order. A user profile may take a shipped one's name and extend it (the demo
+    does): the two are told apart, so `base -> base` does not read as a loop."""
+    shown = []
+    for i, name in enumerate(chain):
+        if i + 1 < len(chain) and chain[i + 1] == name:
+            shown.append(f"{name} (yours)")
+        elif i > 0 and chain[i - 1] == name:
+            shown.append(f"{name} (shipped)")
+        else:
+            shown.append(name)
+    return " -> ".join(shown)
+
+
 def show_text(profile: Profile, table: OptionTable, spec: LaunchSpec | None, diagnostics: list[Diagnostic]) -> str:
     where = "shipped example" if profile.shipped else "user profile"
     lines = [f"{profile.name}  ({where}: {profile.path})"]
     if len(profile.chain) > 1:
-        lines.append(f"extends: {' -> '.join(profile.chain[1:])}")
+        lines.append(f"extends: {chain_text(profile.chain[1:])}")
     if profile.description:
         lines.append(f"description: {profile.description}")
     origin = profile.origin("model")

@@ -88,8 +88,12 @@ def test_new_from_base_then_unset(store: ProfileStore, tables: OptionTables, use
     set_value(store, "mine", "vllm.max_num_seqs", "12", tables)
     unset_value(store, "mine", "vllm.max_num_seqs", tables)
     assert store.load("mine").vllm["max_num_seqs"] == 8  # the parent's value shows through again
-    with pytest.raises(BadInputError, match="not set in"):
+    with pytest.raises(BadInputError, match="not set in") as refused:
         unset_value(store, "mine", "vllm.max_num_seqs", tables)
+    said = str(refused.value)  # the parent that sets it, and what to do instead
+    assert "it comes from qwen36-27b-awq-tp2" in said or "it comes from qwen36-27b-base" in said, said
+    assert said.endswith("rigctl profile set mine vllm.max_num_seqs VALUE")
+    assert store.load("mine").description == "qwen36-27b-fp8-tp2 with changes: say which here"  # not the parent's words
     with pytest.raises(BadInputError, match="already exists"):
         new_profile(store, "mine", "qwen36-27b-fp8-tp2", tables)
 
@@ -195,3 +199,11 @@ def test_refresh_options_from_an_installed_vllm(tmp_path: Path, user_dir: Path, 
 def test_refresh_options_explains_a_python_without_vllm(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["profile", "refresh-options", "--python", sys.executable]) == 1
     assert "could not read vLLM's parser" in capsys.readouterr().err
+
+
+def test_a_user_copy_of_a_shipped_name_does_not_read_as_a_loop(user_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's profiles: a user file named as the shipped one it extends."""
+    write(user_dir, "qwen36-27b-base", 'extends = "qwen36-27b-base"\n\n[vllm]\nport = 8123\n')
+    write(user_dir, "a", 'extends = "qwen36-27b-base"\nmodel = "m"\n')
+    assert main(["profile", "show", "a"]) == 0
+    assert "extends: qwen36-27b-base (yours) -> qwen36-27b-base (shipped)" in capsys.readouterr().out
