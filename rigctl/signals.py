@@ -2,14 +2,18 @@
 
 A handler that sets a threading.Event takes the Event's lock; a signal that lands while the main
 thread holds that lock (inside Event.wait) deadlocks the process, and systemd then waits its
-TimeoutStopSec and SIGKILLs it. Here the handler only sets a flag and writes a byte to a pipe
-(both safe anywhere); a wait is a select() on the pipe."""
+TimeoutStopSec and SIGKILLs it. Here the handler only sets a flag, and the wake-up is a byte the
+interpreter's C-level handler writes to a pipe (signal.set_wakeup_fd); a wait is a select() on the
+pipe. The byte must come from C: Python runs its handlers only between bytecodes, so a signal that
+lands after the flag was read and before select() blocks would otherwise wake nothing (a SIGTERM
+at that instant hung the exporter until SIGKILL)."""
 
 from __future__ import annotations
 
 import os
 import select
 import signal
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
@@ -32,6 +36,7 @@ class StopOnSignal:
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
         self._flag = False
+        self._previous_wakeup = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         self._previous: dict[signal.Signals, Handler] = {sig: signal.signal(sig, self._on_signal) for sig in signals}
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -48,15 +53,31 @@ class StopOnSignal:
         return self._flag
 
     def wait(self, timeout: float | None = None) -> bool:
-        if not self._flag:
+        """Until a stop signal (or set()), or `timeout`. Another signal's wake-up byte (any signal
+        with a Python handler writes one) is read and the wait goes on."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._flag:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
             try:
-                select.select([self._read], [], [], timeout)
+                readable, _, _ = select.select([self._read], [], [], remaining)
             except (OSError, ValueError):
-                pass  # closed under the wait: the flag says what happened
+                break  # closed under the wait: the flag says what happened
+            if readable:
+                self._drain()  # the handler, run as select() returned, has set the flag if it was ours
         return self._flag
+
+    def _drain(self) -> None:
+        try:
+            while os.read(self._read, 512):
+                pass
+        except (BlockingIOError, OSError):
+            pass
 
     def close(self) -> None:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
+        signal.set_wakeup_fd(self._previous_wakeup)
         os.close(self._read)
         os.close(self._write)
