@@ -7,9 +7,11 @@ Exit codes: 0 promote, 5 reject, 6 inconclusive, 2 bad plan (nothing switched), 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +57,9 @@ def register(sub: common.Subparsers) -> None:
         "--wait", type=float, default=0.0, metavar="S", help="wait up to S seconds for another switch or bench to finish"
     )
     p.add_argument("-v", "--verbose", action="store_true", help="also print each switch's boot phases")
+    p.add_argument(
+        "--progress", action="store_true", help="progress as JSON lines on stderr (one per phase, and each second while measuring)"
+    )
     common.add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -88,22 +93,32 @@ def run_eta(p: ArmProgress) -> str:
 
 
 class Console:
-    """Progress on stderr, only when it is a terminal: one line rewritten in place."""
+    """Progress on stderr, whether or not it is a terminal: on a terminal one line rewritten in
+    place; otherwise (cron, nohup, a pipe) a line per phase of each arm, and one a minute while it
+    measures, each with the run's ETA, so a long bench never reads as hung; with --progress, the
+    same as JSON lines for scripts (one per phase, and each second while measuring)."""
 
-    def __init__(self, verbose: bool) -> None:
-        self.tty = sys.stderr.isatty()
+    QUIET_S = 60.0  # a plain line while measuring, at most this often
+    JSON_S = 1.0
+
+    def __init__(self, verbose: bool, json_lines: bool = False) -> None:
+        self.tty = sys.stderr.isatty() and not json_lines
         self.verbose = verbose
+        self.json_lines = json_lines
         self._open = False
+        self._last: tuple[int, str] | None = None
+        self._last_at = 0.0
 
     def _line(self, text: str, final: bool) -> None:
-        if not self.tty:
-            return
         width = 200
         sys.stderr.write("\r" + text[:width].ljust(min(width, 79)) + ("\n" if final else ""))
         sys.stderr.flush()
         self._open = not final
 
     def say(self, text: str) -> None:
+        if self.json_lines:
+            print(json.dumps({"t": round(time.time(), 3), "message": text}), file=sys.stderr, flush=True)
+            return
         if self._open:
             sys.stderr.write("\n")
             self._open = False
@@ -114,10 +129,19 @@ class Console:
             # "warning: " once: a diagnostic that says it itself ("p.toml:3: warning: ...") is not prefixed again
             said = "warning:" in event.text if event.kind == "warning" else False
             self.say(("" if said else "warning: " if event.kind == "warning" else "FAILED: ") + event.text)
-        elif self.tty and (event.kind in ("step", "outcome") or (self.verbose and event.kind == "phase")):
+        elif event.kind == "outcome" or (self.tty and (event.kind == "step" or (self.verbose and event.kind == "phase"))):
             self.say(f"  {event.text}")
 
     def progress(self, p: ArmProgress) -> None:
+        now = time.monotonic()
+        changed = (p.number, p.phase) != self._last
+        due = now - self._last_at >= (self.JSON_S if self.json_lines else self.QUIET_S)
+        if not self.tty and not changed and not due:
+            return
+        self._last, self._last_at = (p.number, p.phase), now
+        if self.json_lines:
+            print(json.dumps({"t": round(time.time(), 3), **asdict(p)}), file=sys.stderr, flush=True)
+            return
         head = f"arm {p.number}/{p.arms} {'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}"
         if p.phase in ("measuring", "done"):
             count = f"{p.done}/{p.total}" if p.total else f"{p.done}"
@@ -125,7 +149,10 @@ class Console:
             eta = f"  arm ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
             head += f" {count}{rate}{eta}"
         head += run_eta(p)
-        self._line(head, p.phase == "done")
+        if self.tty:
+            self._line(head, p.phase == "done")
+        else:
+            self.say(head)
 
 
 def _restore(args: argparse.Namespace) -> int:
@@ -145,7 +172,7 @@ def _restore(args: argparse.Namespace) -> int:
         else:
             print(message)
         return 0 if not live else 1
-    console = Console(args.verbose)
+    console = Console(args.verbose, args.progress)
     ctx = make_context(args, console.event)
     try:
         console.say(f"note: {live.note(serving_name(ctx))}")
@@ -172,7 +199,7 @@ def _restore(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace, name: str) -> int:
     plan = load_plan(name)  # PlanError: exit 2, nothing touched
-    console = Console(args.verbose)
+    console = Console(args.verbose, args.progress)
     ctx = make_context(args, console.event)
     earlier = read_live()
     if earlier is not None and earlier.cut_short:
@@ -315,7 +342,7 @@ def _calibrate(args: argparse.Namespace, name: str) -> int:
     if not MIN_RUNS <= args.runs <= MAX_RUNS:
         raise BadInputError(f"--runs must be between {MIN_RUNS} and {MAX_RUNS} (each is a fresh boot)")
     plan = load_plan(name)
-    console = Console(args.verbose)
+    console = Console(args.verbose, args.progress)
     ctx = make_context(args, console.event)
     stop = threading.Event()
 

@@ -68,6 +68,18 @@ def test_more_sequences_at_eight_concurrent_are_promoted(promoted: Any) -> None:
     assert rig.status()["active_profile"] == "seqs8"
 
 
+def test_without_a_terminal_each_phase_of_each_arm_is_a_line_with_the_runs_eta(promoted: Any) -> None:
+    """A bench from cron or nohup (stderr a pipe, as here) says where it is: never minutes of
+    nothing that reads as hung."""
+    _, done, _ = promoted
+    lines = done.stderr.splitlines()
+    for arm, role, profile in ((1, "A", "seqs2"), (2, "B", "seqs8"), (3, "A", "seqs2")):
+        for phase in ("switching", "measuring", "done"):
+            assert any(line.startswith(f"arm {arm}/3 {role} {profile}: {phase}") for line in lines), (arm, phase, lines)
+    assert any("run ETA" in line for line in lines if line.startswith("arm 1/3"))
+    assert not any("\r" in line for line in lines)  # no terminal rewriting into a log file
+
+
 def test_everything_is_kept_raw(promoted: Any) -> None:
     rig, _, data = promoted
     raw = Path(data["raw_dir"])
@@ -163,9 +175,17 @@ def test_a_candidate_that_is_its_control_is_not_promoted_and_holds_the_rig(bench
 def test_mtp_at_low_acceptance_is_rejected_on_decode_speed(bench_rig: BenchRig) -> None:
     bench_rig.add_profile("mtp8", 'max_num_seqs = 8\nspeculative_config = { method = "mtp", num_speculative_tokens = 3 }\n')
     plan = bench_rig.plan("mtp", control="seqs8", candidate="mtp8", metric="decode_tok_per_s_stream")
-    done, data = bench_rig.bench(str(plan), env={"RIGCTL_SIM_ACCEPTANCE": "0.5"})
+    done, data = bench_rig.bench(str(plan), "--progress", env={"RIGCTL_SIM_ACCEPTANCE": "0.5"})
     assert done.returncode == 5, done.stderr + done.stdout
     assert data["verdict"] == "reject" and data["reason"].startswith("decode_tok_per_s_stream -")
+    # --progress: JSON lines on stderr for scripts, every phase of every arm, the run's ETA in each
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    phases = [(p["number"], p["phase"]) for p in lines if "phase" in p]
+    for arm in (1, 2, 3):
+        assert {(arm, "switching"), (arm, "measuring"), (arm, "done")} <= set(phases), phases
+    assert phases == sorted(phases, key=lambda p: p[0])  # in arm order
+    assert all("run_eta_s" in p and p["arms"] == 3 for p in lines if "phase" in p)
+    assert all(line.startswith("{") for line in done.stderr.splitlines() if line.strip()), done.stderr
     assert data["change"] < -0.05  # slower, not merely short of the gate
     candidate = data["arms"][1]
     assert candidate["spec_acceptance_rate"] is not None and candidate["spec_acceptance_rate"] < 0.35
