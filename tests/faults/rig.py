@@ -92,6 +92,7 @@ class Rig:
                 "RIGCTL_SIM": RIG,
                 "RIGCTL_SIM_TIME_SCALE": "0.002",
                 "PYTHONUNBUFFERED": "1",
+                "PYTHONFAULTHANDLER": "1",  # a hung command, aborted by finish(), says where each thread was
             }
         )
         self.write_config("[server]\nstop_grace = 3\nkill_wait = 2\n")
@@ -151,7 +152,18 @@ class Rig:
 
     @staticmethod
     def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
-        out, _ = proc.communicate(timeout=timeout)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # hung: SIGABRT makes faulthandler print every thread's stack, then the process is gone
+            # (never left running past the test), and the failure shows what it was doing
+            proc.send_signal(signal.SIGABRT)
+            try:
+                out, _ = proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+            raise AssertionError(f"still running after {timeout:g} s; its output and stacks:\n{out}") from None
         assert not crashed(out), out
         return proc.returncode, out
 
