@@ -1,4 +1,4 @@
-"""Regenerate the README's measured figures from the benchmarks that produce them.
+"""Regenerate the measured figures of the README and docs/guide/ from the benchmarks that produce them.
 
     python benchmarks/readme_figures.py [--only bench_tui,bench_chart] [--check]
 
@@ -21,6 +21,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
+GUIDE = HERE.parent / "docs" / "guide"
+
+
+def marked_files() -> list[Path]:
+    """Where figures are marked: the README and every page of the guide."""
+    return [README, *sorted(GUIDE.glob("*.md"))]
+
+
 sys.path.insert(0, str(HERE))
 
 from figures import parse  # noqa: E402 - benchmarks/ is not a package
@@ -102,19 +110,24 @@ def main() -> None:
     figures: dict[str, str] = {}
     for name in wanted:
         figures.update(run(name))
-    text = README.read_text()
-    updated, changes, marked = rewrite(text, figures)
-    for key, old, new in changes:
-        print(f"README {key}: {old} -> {new}")
+    changed: list[tuple[Path, str, int]] = []
+    marked: set[str] = set()
+    for path in marked_files():
+        updated, changes, in_file = rewrite(path.read_text(), figures)
+        marked |= in_file
+        for key, old, new in changes:
+            print(f"{path.name} {key}: {old} -> {new}")
+        if changes:
+            changed.append((path, updated, len(changes)))
     for key in sorted(set(figures) - marked):
-        print(f"README marks no {key} (printed: {figures[key]})")
+        print(f"no page marks {key} (printed: {figures[key]})")
     for key in sorted(marked - set(figures)):
-        print(f"README {key}: left as it is (not measured in this run)")
+        print(f"{key}: left as it is (not measured in this run)")
     if args.check:
-        raise SystemExit(1 if changes else 0)
-    if changes:
-        write_atomic(README, updated)
-        print(f"README.md: {len(changes)} figure(s) written")
+        raise SystemExit(1 if changed else 0)
+    for path, updated, count in changed:
+        write_atomic(path, updated)
+        print(f"{path.relative_to(README.parent)}: {count} figure(s) written")
 
 
 if __name__ == "__main__":

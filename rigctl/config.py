@@ -89,7 +89,7 @@ class Settings:
     # [exporter]: rigctl exporter, for the owner's Prometheus
     exporter_listen: str = "127.0.0.1:9477"  # a port of rigctl's own; loopback unless --listen says otherwise
     exporter_rig: str = ""  # the `rig` label; empty: the hostname
-    # [gateway]: rigctl gateway, the front door the apps use (docs: README "The front door")
+    # [gateway]: rigctl gateway, the front door the apps use (docs/guide/front-door.md)
     gateway_listen: str = ""  # empty: the served (else last good) profile's port, on 127.0.0.1
     gateway_hold_s: float = 600.0  # s a request may wait at the door through a switch (then 503 + Retry-After)
     gateway_hold_requests: int = 1024  # requests held at once at most

@@ -7,7 +7,7 @@ import errno
 
 
 class ExitCode(enum.IntEnum):
-    """Process exit codes; part of the CLI's contract (see README)."""
+    """Process exit codes; part of the CLI's contract (docs/guide/commands.md, exit codes)."""
 
     OK = 0
     FAILURE = 1

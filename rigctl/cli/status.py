@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         for line in watched.lines if watched else ():
             print(f"  alert: {line}")
         if watched is None:
-            print("  alerts: nothing watches this rig (`rigctl watch`, or the README's systemd unit)")
+            print("  alerts: nothing watches this rig (`rigctl watch`, or its systemd unit: docs/guide/record-and-watch.md)")
         print(status_text(snapshot) if snapshot else f"rig: {rig_error}")
     return 0
 

@@ -1,7 +1,7 @@
 """rigctl watch (also `rigctl record`, its name before it judged alerts): the rig's long-running
 service for boxes nobody watches: it keeps the serving record, judges the alerts, sends them to
 `[alerts] command`, and with `[supervise] restart = true` restarts the last good profile after
-its engine died. Run it as the README's systemd unit."""
+its engine died. Run it as the systemd unit in docs/guide/record-and-watch.md."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ class SystemdLauncher:
             elif state != "loaded":
                 problems.append(
                     f"{self.unit} is not a unit systemd knows (LoadState={state or 'none'}); "
-                    "create it first (README: real-rig setup) or set [systemd] unit"
+                    "create it first (docs/guide/real-rig.md) or set [systemd] unit"
                 )
         for directory in (self.dropin.parent, paths.state_dir()):
             problem = paths.writable_problem(directory, min_free=0)

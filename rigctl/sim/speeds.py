@@ -32,7 +32,7 @@ Per card (rigctl/sim/speeds.py's CARDS), from each owner's own table:
         MTP head on idle tensor cores), where the 3090 pays 1.25; a stream's speed / (1 +
         0.1875 (b-1)^0.855) fitted to 57 and 25.
     Other cards take the nearest measured generation's factors (Ampere: the 3090's; Ada and
-    later: the 4090's), scaled by memory bandwidth; said in the README's simulator section.
+    later: the 4090's), scaled by memory bandwidth; said in docs/guide/bench.md's simulator section.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def test_the_3090_owners_async_scheduling_gain(tmp_path: Path) -> None:
     """The 3090 owner: 166.8 -> 210.1 tok/s (x1.26) at six concurrent short requests; the
     simulator's within 25% of it. (Their median TTFT fell 1.55 -> 1.16 s; the simulator's TTFT of
     a short prompt is a few of its 20 ms steps, which async scheduling cannot shorten: listed in the
-    README as not reproduced.)"""
+    guide (docs/guide/bench.md, the simulated rig's speeds) as not reproduced.)"""
     rig = BenchRig(tmp_path / "home")
     try:
         done, data = rig.bench(str(rig.plan("async", text=ASYNC_PLAN)))

@@ -53,7 +53,7 @@ class WatchRig:
         return rigctl(self.env, *args)
 
     def watch(self, *args: str) -> subprocess.Popen[str]:
-        """`rigctl watch` as the README's unit starts it."""
+        """`rigctl watch` as the guide's unit starts it."""
         proc = subprocess.Popen(
             [sys.executable, "-m", "rigctl", "watch", "--interval", "1", *args],
             env=self.env,

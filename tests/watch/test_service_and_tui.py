@@ -1,4 +1,4 @@
-"""The README's systemd unit beside a TUI: the service started the way the unit starts it takes the
+"""The guide's systemd unit (docs/guide/record-and-watch.md) beside a TUI: the service started the way the unit starts it takes the
 record from an open TUI (which stands aside, no exit 1 into systemd's start limit), is restarted
 under it, and for a minute the two run together with one writer and no interval lost."""
 
@@ -23,13 +23,13 @@ from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
 from tests.watch.harness import WatchRig
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "record-and-watch.md"
 
 
 def unit() -> dict[str, str]:
-    """The README's rigctl-watch.service, its [Service] keys."""
-    block = re.search(r"```ini\n(# ~/.config/systemd/user/rigctl-watch.service.*?)```", README.read_text(), re.S)
-    assert block, "the README shows the watch service's unit"
+    """The guide's rigctl-watch.service, its [Service] keys."""
+    block = re.search(r"```ini\n(# ~/.config/systemd/user/rigctl-watch.service.*?)```", GUIDE.read_text(), re.S)
+    assert block, "the guide shows the watch service's unit"
     keys = dict(line.split("=", 1) for line in block.group(1).splitlines() if "=" in line and not line.startswith("#"))
     return keys
 
