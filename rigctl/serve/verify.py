@@ -169,6 +169,19 @@ def _read_answers(path: Path) -> tuple[KnownAnswer, ...]:
     return tuple(out)
 
 
+def _verify_file(profile: Profile, key: str, configured: str) -> tuple[str, Path | None]:
+    """A [verify] file as written (the profile's over config.toml's) and where it is: a relative
+    path from the directory of the file that names it."""
+    written, base = configured, paths.config_dir()
+    if key in profile.verify:
+        origin = profile.origin(f"verify.{key}")
+        written, base = str(profile.verify[key]), origin.path.parent if origin else profile.path.parent
+    if not written:
+        return written, None
+    path = Path(written).expanduser()
+    return written, path if path.is_absolute() else base / path
+
+
 def spec_for(settings: Settings, profile: Profile) -> VerifySpec:
     """config.toml's [verify] with the profile's over it; the requests file read and checked now
     (before anything stops). BadInputError naming the file for a bad value or a bad line."""
@@ -176,22 +189,10 @@ def spec_for(settings: Settings, profile: Profile) -> VerifySpec:
     if problems:
         raise BadInputError(str(problems[0]))
     mine = profile.verify
-    requests_file, base = settings.verify_requests, paths.config_dir()
-    if "requests" in mine:
-        origin = profile.origin("verify.requests")
-        requests_file, base = str(mine["requests"]), origin.path.parent if origin else profile.path.parent
-    requests: tuple[OwnerRequest, ...] = ()
-    if requests_file:
-        path = Path(requests_file).expanduser()
-        requests = _read_requests(path if path.is_absolute() else base / path)
-    answers_file, answers_base = settings.verify_answers, paths.config_dir()
-    if "answers" in mine:
-        origin = profile.origin("verify.answers")
-        answers_file, answers_base = str(mine["answers"]), origin.path.parent if origin else profile.path.parent
-    answers: tuple[KnownAnswer, ...] = ()
-    if answers_file:
-        path = Path(answers_file).expanduser()
-        answers = _read_answers(path if path.is_absolute() else answers_base / path)
+    requests_file, requests_path = _verify_file(profile, "requests", settings.verify_requests)
+    requests = _read_requests(requests_path) if requests_path is not None else ()
+    answers_file, answers_path = _verify_file(profile, "answers", settings.verify_answers)
+    answers = _read_answers(answers_path) if answers_path is not None else ()
     return VerifySpec(
         chat=mine.get("chat", settings.verify_chat),
         tools=bool(mine.get("tools", settings.verify_tools)),

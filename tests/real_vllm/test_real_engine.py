@@ -62,6 +62,24 @@ def test_status_and_metrics_say_what_a_direct_scrape_says(real: RealRig) -> None
     assert f"KV cache 0.0% of {POOL:,} tokens (512.00x at max_model_len)" in text.stdout
 
 
+def test_the_running_engine_imports_as_the_profile_that_started_it(real: RealRig) -> None:
+    """`rigctl profile import --pid` on the real vLLM process: its argv read from /proc as vLLM's
+    own parser reads it, and the environment vLLM reads; the imported profile launches the same
+    command line as the profile that started it (the environment may hold more: the process
+    inherited rigctl's own, and only what vLLM's stack reads is kept)."""
+    record = json.loads((real.state_dir / "server.json").read_text())
+    done = real.rigctl("profile", "import", "mirror", "--pid", str(record["pid"]))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"imported process {record['pid']} as mirror" in done.stdout
+    diff = real.rigctl("profile", "diff", "tiny", "mirror", "--json")
+    assert diff.returncode == 0, diff.stderr
+    changes = json.loads(diff.stdout)
+    assert [c for c in changes if not c["what"].startswith("env ")] == [], changes
+    assert not [c for c in changes if c["after"] is None], changes  # nothing of tiny's own is lost
+    text = (real.profiles / "mirror.toml").read_text()
+    assert f'vllm_command = ["{VLLM}"]' in text and 'VLLM_CPU_KVCACHE_SPACE = "1"' in text
+
+
 def test_the_exporter_joins_the_rig_and_the_engines_own_families(real: RealRig) -> None:
     """`rigctl exporter --once --engine` on the real engine: rigctl's pool equals the engine's
     own cache_config_info, and every family of the real /metrics comes along with the rig label."""
