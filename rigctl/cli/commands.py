@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "start": ("serving", "start a profile when nothing serves (default: the last good one)"),
     "restart": ("serving", "restart the running profile (a switch to itself, with rollback off)"),
     "stop": ("serving", "stop the server rigctl started"),
+    "adopt": ("adopt", "take over a vLLM server rigctl did not start: the next switch drains and stops it properly"),
     "logs": ("logs", "the vLLM server's log (the one rigctl started last)"),
     "history": ("logs", "past boots: KV capacity, boot time, per profile"),
     "bootlog": ("logs", "read a vLLM log: phases, KV pool, and why a boot failed"),

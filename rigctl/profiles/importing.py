@@ -78,7 +78,7 @@ def _logical_lines(text: str) -> list[str]:
     return re.sub(r"\\\r?\n", " ", text).splitlines()
 
 
-def _is_vllm_launch(words: Sequence[str]) -> bool:
+def is_vllm_launch(words: Sequence[str]) -> bool:
     if "serve" in words and any(w == "vllm" or w.endswith("/vllm") for w in words[: words.index("serve")]):
         return True
     return any(m in words for m in _API_SERVER_MODULES)
@@ -98,7 +98,7 @@ def from_command_line(words: Sequence[str], how: str) -> ImportSource:
         raise BadInputError(
             "no command line to import: give it after --, as in: rigctl profile import NAME -- vllm serve MODEL ..."
         )
-    if not _is_vllm_launch(rest):
+    if not is_vllm_launch(rest):
         raise BadInputError(f"not a vLLM launch: {one_line(shlex.join(redact_argv(rest))[:200])} (expected `vllm serve MODEL ...`)")
     return ImportSource(tuple(rest), env, "the command line", how)
 
@@ -120,7 +120,7 @@ def from_script(text: str, where: str, how: str) -> ImportSource:
             if "vllm" in stripped:
                 raise BadInputError(f"{where}:{number}: cannot read the line as a shell would: {exc}") from None
             continue
-        if not _is_vllm_launch(words):
+        if not is_vllm_launch(words):
             continue
         expanded = [_expand(w, env, f"{where}:{number}") for w in words]
         found = from_command_line(expanded, how)
@@ -147,7 +147,7 @@ def from_proc(cmdline: bytes, environ: bytes, pid: int, how: str) -> ImportSourc
     env = dict(w.decode(errors="replace").partition("=")[::2] for w in environ.split(b"\0") if b"=" in w)
     if not argv:
         raise BadInputError(f"process {pid} has no command line (a kernel thread, or it has just exited)")
-    if not _is_vllm_launch(argv):
+    if not is_vllm_launch(argv):
         raise BadInputError(f"process {pid} is not a vLLM server: {one_line(shlex.join(redact_argv(argv))[:200])}")
     return ImportSource(tuple(argv), engine_env(env), f"process {pid}", how)
 
