@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from rigctl.bench.live import LiveBench
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.serve.bootwatch import Event
@@ -24,9 +25,11 @@ class Polled(Message):
         serving: ServingStatus | None,
         errors: list[tuple[str, str]],
         log: tuple[TailReader, str | None, list[str]] | None = None,
+        bench: LiveBench | None = None,
     ) -> None:
         super().__init__()
         self.rig = rig
+        self.bench = bench  # the bench running (or cut short), read with each engine poll
         self.engine = engine
         self.serving = serving
         self.errors = errors

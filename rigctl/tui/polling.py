@@ -14,6 +14,7 @@ from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, get_current_worker
 
+from rigctl.bench.live import read_live
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.monitor import Monitor
@@ -77,7 +78,7 @@ class PollingApp(SaysWorkerErrors, App[None]):
             while True:
                 engine, serving = self.monitor.poll_engine_now()
                 tick = self.monitor.tick(False, self.dashboard.tail_reader)
-                self.post_message(Polled(tick.rig, engine, serving, list(tick.errors), tick.log))
+                self.post_message(Polled(tick.rig, engine, serving, list(tick.errors), tick.log, read_live()))
                 with self._tick_lock:
                     if not self._tick_again:
                         self._tick_running = False
@@ -100,7 +101,8 @@ class PollingApp(SaysWorkerErrors, App[None]):
             if engine_due:
                 next_engine = started + metrics_interval - 0.05
             tick = self.monitor.tick(engine_due, self.dashboard.tail_reader)
-            self.post_message(Polled(tick.rig, tick.engine, tick.serving, list(tick.errors), tick.log))
+            bench = read_live() if tick.serving is not None else None  # with the engine's poll, not every second
+            self.post_message(Polled(tick.rig, tick.engine, tick.serving, list(tick.errors), tick.log, bench))
             self._wake.wait(max(0.05, interval - (time.monotonic() - started)))
 
     def on_polled(self, message: Polled) -> None:
@@ -113,6 +115,7 @@ class PollingApp(SaysWorkerErrors, App[None]):
                 self._rig_sampled(message.rig)
             if message.engine is not None and message.serving is not None:
                 self._engine_sampled(message.engine, message.serving)
+                self.dashboard.show_bench(message.bench)
             if message.log is not None:
                 self.dashboard.show_log(*message.log)
 

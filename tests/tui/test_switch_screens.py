@@ -11,6 +11,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
+from rigctl.bench.live import ArmProgress, LiveWriter
 from rigctl.serve import switch as transaction
 from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
@@ -209,3 +210,22 @@ def test_a_switch_asked_while_a_bench_holds_the_rig_is_refused_before_the_confir
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_serving_bar_says_a_bench_runs_and_which_arm(serve_ctx: ServeContext, tmp_path: Path) -> None:
+    """The mark a running bench keeps (bench/live.py, written as the bench writes it), shown on the
+    dashboard's serving bar with each engine poll; gone when the bench ends."""
+    writer = LiveWriter("seqs", tmp_path / "raw", "seqs2", "seqs8")
+    writer(ArmProgress(2, 3, "candidate", "seqs8", "measuring", done=10, total=32))
+    app = app_for(serve_ctx)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await poll(app, pilot)
+            bar = app.screen.query_one(ServingBar).text
+            assert "bench seqs running: arm 2 of 3 (candidate seqs8, measuring)" in bar, bar
+            writer.close()
+            await poll(app, pilot)
+            assert "bench" not in app.screen.query_one(ServingBar).text
+
+    asyncio.run(scenario())

@@ -9,6 +9,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from rigctl.bench.live import LiveBench
 from rigctl.config import Settings
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigInfo, RigSnapshot
@@ -36,6 +37,7 @@ class DashboardScreen(Screen[None]):
         self._cards: list[GpuCard] = []
         self._tail: LogTail | None = None  # set once composed (on_mount)
         self._alerts: list[str] = []
+        self._bench: LiveBench | None = None
         self._last_engine: tuple[EngineState, ServingStatus] | None = None
 
     def compose(self) -> ComposeResult:
@@ -70,6 +72,7 @@ class DashboardScreen(Screen[None]):
         if self._last_engine is not None:
             self.show_engine(*self._last_engine)
         self.show_alerts(self._alerts)
+        self.show_bench(self._bench)
 
     def on_resize(self) -> None:
         self.set_class(self.narrow, "-narrow")
@@ -119,6 +122,13 @@ class DashboardScreen(Screen[None]):
             return
         self.query_one(ServingBar).show(serving)
         self.query_one(EnginePanel).show(state, serving)
+
+    def show_bench(self, live: LiveBench | None) -> None:
+        """A bench holding the rig (or cut short) on the serving bar: the owner sees why a switch is
+        refused and what the engine's traffic is."""
+        self._bench = live
+        if self._tail is not None:
+            self.query_one(ServingBar).show_bench(live)
 
     def show_alerts(self, titles: list[str]) -> None:
         """The alerts firing now, on the serving bar until they clear."""

@@ -133,6 +133,12 @@ class TrendsScreen(SaysWorkerErrors, Screen[None]):
             self.query_one("#trends-charts", Static).update(f"the serving record cannot be read: {trends}")
             return
         self.trends = trends
+        benches = sorted({m.bench for m in trends.marks if m.bench})
+        if benches:  # their arms are marked, and their traffic is not the owner's: said, not silently dropped
+            self.query_one("#trends-title", Static).update(
+                f"the last {self.window} (1 2 3 4: 1h 24h 7d 30d); ▼ a switch or a bench; · no data; "
+                f"the traffic of bench {', '.join(benches)} is left out (rigctl report --bench)"
+            )
         self._draw()
 
     def _draw(self) -> None:

@@ -5,13 +5,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rigctl.bench.live import LiveBench
 from rigctl.serve.serving import ServingStatus
 from rigctl.tui.widgets.text_line import TextLine
+
+
+def bench_text(live: LiveBench | None) -> str:
+    if live is None:
+        return ""
+    if live.cut_short:
+        return f"bench {live.plan} cut short: `rigctl bench --restore` puts {live.control or 'its control'} back"
+    p = live.progress
+    return f"bench {live.plan} running: arm {p.number} of {p.arms} ({p.role} {p.profile}, {p.phase})"
 
 
 class ServingBar(TextLine):
     status: ServingStatus | None = None
     alerts: tuple[str, ...] = ()
+    bench: str = ""
+
+    def show_bench(self, live: LiveBench | None) -> None:
+        self.bench = bench_text(live)
+        self._paint()
 
     def show(self, status: ServingStatus) -> None:
         self.status = status
@@ -28,6 +43,8 @@ class ServingBar(TextLine):
         self.set_class(status is not None and status.active_profile is None and bool(status.record), "-warn")
         self.set_class(bool(self.alerts), "-alert")
         text = status.summary if status is not None else "checking the server..."
+        if self.bench:
+            text = f"{self.bench} | {text}"
         if self.alerts:
             text = f"▲ {len(self.alerts)} alert{'s' if len(self.alerts) > 1 else ''}: {', '.join(self.alerts)} | {text}"
         self.set_text(text)
