@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from pathlib import Path
 
 from rigctl.cli import common
+from rigctl.cli.profile_import import source_from_pid
 from rigctl.cli.serving import make_context
 from rigctl.errors import RigctlError
 from rigctl.profiles import importing
@@ -29,13 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         raise RigctlError(problem)
     if args.name not in ctx.store.names():
-        base = Path("/proc") / str(found.pid)
-        source = importing.from_proc(
-            (base / "cmdline").read_bytes(),
-            (base / "environ").read_bytes(),
-            found.pid,
-            f"rigctl adopt {args.name} --pid {found.pid}",
-        )
+        source = source_from_pid(found.pid, f"rigctl adopt {args.name} --pid {found.pid}")
         table = ctx.tables.for_command(ctx.tables.default_command).table
         imported = importing.build_profile(source, table, dt.date.today().isoformat())
         path, env_path, _ = import_profile(ctx.store, args.name, imported, ctx.tables, ctx.rig)

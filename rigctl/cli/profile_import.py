@@ -36,7 +36,8 @@ def _how(args: argparse.Namespace) -> str:
     return f"rigctl profile import {args.name} -- ..."
 
 
-def _proc(pid: int, how: str) -> ImportSource:
+def source_from_pid(pid: int, how: str) -> ImportSource:
+    """A running process's launch, read from /proc (one-line errors for what cannot be read)."""
     base = Path("/proc") / str(pid)
     try:
         cmdline = (base / "cmdline").read_bytes()
@@ -81,7 +82,7 @@ def source_of(args: argparse.Namespace) -> ImportSource:
     if args.service and not args.compose:
         raise BadInputError("--service names a service of --compose FILE")
     if args.pid is not None:
-        return _proc(args.pid, how)
+        return source_from_pid(args.pid, how)
     if args.script:
         path = Path(args.script).expanduser()
         return importing.from_script(read_input_text(path, SOURCE_LIMIT, "script"), str(path), how)
