@@ -20,7 +20,7 @@ from rigctl.errors import BadInputError
 from rigctl.gpu.model import RigInfo
 from rigctl.paths import ensure_private_dir
 from rigctl.profiles.envfile import env_line
-from rigctl.profiles.importing import ImportedProfile, with_env_file
+from rigctl.profiles.importing import ImportedProfile, inline_toml, with_env_file
 from rigctl.profiles.schema import Diagnostic, ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.validate import validate
@@ -37,18 +37,6 @@ def parse_value(raw: str) -> Any:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         return raw
-
-
-def _toml_item(value: Any) -> Any:
-    """Tables from the command line stay inline (`{ method = "mtp" }`), as a person writes them."""
-    if isinstance(value, dict):
-        inline = tomlkit.inline_table()
-        for key, item in value.items():
-            inline[key] = _toml_item(item)
-        return inline
-    if isinstance(value, list):
-        return [_toml_item(v) for v in value]
-    return value
 
 
 def _split(key: str) -> tuple[str | None, str]:
@@ -114,7 +102,7 @@ def set_value(
     path = _editable(store, name)
     doc = tomlkit.parse(path.read_text())
     section, leaf = _split(key)
-    value = _toml_item(parse_value(raw))
+    value = inline_toml(parse_value(raw))
     if section is None:
         doc[leaf] = value
     else:

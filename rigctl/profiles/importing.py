@@ -256,19 +256,21 @@ def _typed_scalar(option: VllmOption, raw: str) -> Any:
     return raw  # sizes like 32k stay as written: vLLM reads them, and so does validation
 
 
-def _toml(value: Any) -> Any:
+def inline_toml(value: Any) -> Any:
+    """Tables stay inline (`{ method = "mtp" }`), as a person writes them on a key's line: for an
+    imported key and for `profile set`."""
     if isinstance(value, dict):
         inline = tomlkit.inline_table()
         for key, item in value.items():
-            inline[key] = _toml(item)
+            inline[key] = inline_toml(item)
         return inline
     if isinstance(value, list):
-        return [_toml(v) for v in value]
+        return [inline_toml(v) for v in value]
     return value
 
 
 def _commented(value: Any, comment: str) -> Any:
-    item = tomlkit.item(_toml(value))
+    item = tomlkit.item(inline_toml(value))
     item.comment(one_line(comment))
     return item
 
