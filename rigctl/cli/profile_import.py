@@ -12,12 +12,11 @@ import sys
 from pathlib import Path
 
 from rigctl.cli import common
-from rigctl.errors import BadInputError
+from rigctl.errors import BadInputError, RigctlError
 from rigctl.files import read_input_text
 from rigctl.profiles import importing
 from rigctl.profiles.edit import import_profile
 from rigctl.profiles.importing import ImportSource
-from rigctl.profiles.schema import ProfileError
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import nearest
 from rigctl.profiles.vllm_args import LaunchSpec, render
@@ -132,14 +131,12 @@ def _print_nearest(store: ProfileStore, tables: OptionTables, name: str) -> None
     mine = store.load(name)
     spec = render(mine, tables.choose(mine).table, tables.default_command)
     shipped: dict[str, LaunchSpec] = {}
-    for other in store.names():
-        if other == name or not store.is_shipped(store.path_for(other, skip_user=True)):
-            continue
+    for path in sorted(store.shipped.glob("*.toml")):  # the shipped examples, whatever the user has beside them
         try:
-            profile = store.load(str(store.path_for(other, skip_user=True)))
-            shipped[other] = render(profile, tables.choose(profile).table, tables.default_command)
-        except ProfileError:
-            continue  # a base profile that is not meant to serve (no model)
+            profile = store.load(str(path))
+            shipped[path.stem] = render(profile, tables.choose(profile).table, tables.default_command)
+        except RigctlError:
+            continue  # a base to extend (no model), or one this vLLM refuses: no comparison to offer
     found = nearest(shipped, spec)
     if found is None:
         return

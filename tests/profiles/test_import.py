@@ -53,6 +53,7 @@ def test_a_command_line_with_short_flags_secrets_and_a_new_flag(
         "--a-flag-from-next-year",
         "7",
     ]
+    (user_dir / "own.toml").write_text('extends = "qwen36-27b-awq-tp2"\n')  # the owner's own profiles beside the shipped ones
     assert main(["profile", "import", "mine", "--", *words]) == 0
     out = capsys.readouterr().out
     text, argv = imported(store, "mine")
