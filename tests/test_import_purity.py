@@ -65,6 +65,7 @@ HEADLESS: list[tuple[list[str], int]] = [
         0,
     ),
     (["fit", "--config", str(FIXTURES.parent / "fit/tiny-qwen2.config.json"), "--max-model-len", "2048"], 0),
+    (["adopt", "mine", "--pid", "999999999"], 2),  # no such process: refused in one line
     (["restart"], 0),
     (["stop"], 0),
     (["start"], 0),

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import psutil
 
+from rigctl.engine.client import EngineClient
 from rigctl.errors import BadInputError, RigctlError
 from rigctl.proc import start_id, start_time
 from rigctl.profiles.importing import is_vllm_launch
@@ -146,12 +146,12 @@ def adopt(ctx: ServeContext, profile: str, found: Found, table: OptionTable) -> 
         names = tuple((read.flags.get("--served-model-name") or read.model or "").split()) or (read.model or "",)
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         url = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
-        try:
-            answer = httpx.get(f"{url}/v1/models", timeout=10)
-        except httpx.HTTPError as exc:
-            raise RigctlError(f"process {found.pid} does not answer on {url}: {exc}") from None
-        if answer.status_code not in (200, 401):  # 401: it has an API key, and it answers
-            raise RigctlError(f"process {found.pid} answers {url}/v1/models with HTTP {answer.status_code}")
+        with EngineClient(url, None, timeout=10) as client:  # rigctl's own client: no httpx (and its rich) in the core
+            probe = client.probe()
+        if not probe.reachable:
+            raise RigctlError(f"process {found.pid} does not answer on {url}: {probe.error or 'no answer'}")
+        if not probe.healthy:
+            raise RigctlError(f"process {found.pid} answers {url}/health with HTTP {probe.status}: not ready to adopt")
         record = ServerRecord(
             launcher=ctx.launcher.name,
             profile=profile,
