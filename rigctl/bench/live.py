@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rigctl import jsonio
+from rigctl import fmt, jsonio
 from rigctl.atomic import write_text_atomic
 from rigctl.bench.rawdir import bench_dir
 from rigctl.proc import same_process, start_id
@@ -38,6 +38,23 @@ class ArmProgress:
     eta_s: float | None = None  # this arm's measuring
     run_eta_s: float | None = None  # the whole run: every arm left, boots included (bench/eta.py)
     run_eta_floor: bool = False  # a part of it is not known yet: the run takes at least run_eta_s
+
+
+def run_eta(p: ArmProgress) -> str:
+    if p.run_eta_s is None or (p.run_eta_floor and p.run_eta_s < 1):
+        return ""  # "≥ 0 s" says nothing
+    return f"  run ETA {'≥ ' if p.run_eta_floor else ''}{fmt.seconds(p.run_eta_s)}"
+
+
+def progress_line(p: ArmProgress) -> str:
+    """An arm's progress as one line, the same in the CLI's progress and the TUI's bench screen:
+    `arm 2/3 B seqs8: measuring 12/32  410 tok/s  arm ETA 30.0 s  run ETA 2.5 min`."""
+    head = f"arm {p.number}/{p.arms} {'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}"
+    if p.phase in ("measuring", "done"):
+        head += f" {p.done}/{p.total}" if p.total else f" {p.done}"
+        head += f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
+        head += f"  arm ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
+    return head + run_eta(p)
 
 
 def live_file() -> Path:

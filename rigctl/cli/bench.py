@@ -7,26 +7,24 @@ Exit codes: 0 promote, 5 reject, 6 inconclusive, 2 bad plan (nothing switched), 
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import threading
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigctl import fmt
 from rigctl.bench.checks import check_plan
-from rigctl.bench.live import ArmProgress, read_live, settle
+from rigctl.bench.live import read_live, settle
 from rigctl.bench.plan_file import load_plan
 from rigctl.bench.rawdir import RawDir, bench_dir
 from rigctl.bench.report import list_rows, reload, render
 from rigctl.bench.run import run_bench
 from rigctl.cli import common
+from rigctl.cli.bench_console import Console
 from rigctl.cli.serving import make_context
 from rigctl.errors import BadInputError
-from rigctl.serve.bootwatch import Event
 from rigctl.serve.looked import serving_name
 
 if TYPE_CHECKING:
@@ -84,75 +82,6 @@ def run(args: argparse.Namespace) -> int:
     if len(words) != 1:
         raise BadInputError("rigctl bench takes one plan (or: check PLAN, report DIR, list)")
     return _bench(args, words[0])
-
-
-def run_eta(p: ArmProgress) -> str:
-    if p.run_eta_s is None or (p.run_eta_floor and p.run_eta_s < 1):
-        return ""  # "≥ 0 s" says nothing
-    return f"  run ETA {'≥ ' if p.run_eta_floor else ''}{fmt.seconds(p.run_eta_s)}"
-
-
-class Console:
-    """Progress on stderr, whether or not it is a terminal: on a terminal one line rewritten in
-    place; otherwise (cron, nohup, a pipe) a line per phase of each arm, and one a minute while it
-    measures, each with the run's ETA, so a long bench never reads as hung; with --progress, the
-    same as JSON lines for scripts (one per phase, and each second while measuring)."""
-
-    QUIET_S = 60.0  # a plain line while measuring, at most this often
-    JSON_S = 1.0
-
-    def __init__(self, verbose: bool, json_lines: bool = False) -> None:
-        self.tty = sys.stderr.isatty() and not json_lines
-        self.verbose = verbose
-        self.json_lines = json_lines
-        self._open = False
-        self._last: tuple[int, str] | None = None
-        self._last_at = 0.0
-
-    def _line(self, text: str, final: bool) -> None:
-        width = 200
-        sys.stderr.write("\r" + text[:width].ljust(min(width, 79)) + ("\n" if final else ""))
-        sys.stderr.flush()
-        self._open = not final
-
-    def say(self, text: str) -> None:
-        if self.json_lines:
-            print(json.dumps({"t": round(time.time(), 3), "message": text}), file=sys.stderr, flush=True)
-            return
-        if self._open:
-            sys.stderr.write("\n")
-            self._open = False
-        print(text, file=sys.stderr, flush=True)
-
-    def event(self, event: Event) -> None:
-        if event.kind in ("warning", "failure"):
-            # "warning: " once: a diagnostic that says it itself ("p.toml:3: warning: ...") is not prefixed again
-            said = "warning:" in event.text if event.kind == "warning" else False
-            self.say(("" if said else "warning: " if event.kind == "warning" else "FAILED: ") + event.text)
-        elif event.kind == "outcome" or (self.tty and (event.kind == "step" or (self.verbose and event.kind == "phase"))):
-            self.say(f"  {event.text}")
-
-    def progress(self, p: ArmProgress) -> None:
-        now = time.monotonic()
-        changed = (p.number, p.phase) != self._last
-        due = now - self._last_at >= (self.JSON_S if self.json_lines else self.QUIET_S)
-        if not self.tty and not changed and not due:
-            return
-        self._last, self._last_at = (p.number, p.phase), now
-        if self.json_lines:
-            print(json.dumps({"t": round(time.time(), 3), **asdict(p)}), file=sys.stderr, flush=True)
-            return
-        head = f"arm {p.number}/{p.arms} {'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}"
-        if p.phase in ("measuring", "done"):
-            count = f"{p.done}/{p.total}" if p.total else f"{p.done}"
-            rate = f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
-            eta = f"  arm ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
-            head += f" {count}{rate}{eta}"
-        head += run_eta(p)
-        if self.tty:
-            self._line(head, p.phase == "done")
-        else:
-            self.say(head)
 
 
 def _restore(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from rigctl.serve.drain import in_flight
 from rigctl.serve.serving import find_running
 from rigctl.serve.steps import Prepared, ServeContext, prepare
 from rigctl.serve.switch import SwitchOptions, refusal_before_stop
-from rigctl.serve.verify import apps_lose
+from rigctl.serve.verify_spec import apps_lose
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from rigctl.serve import boots, front_door
 from rigctl.serve.bootwatch import BootResult, Event, EventKind, not_started, watch_boot
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
-from rigctl.serve.verify import VerifySpec, not_verified, run_verify, spec_for
+from rigctl.serve.verify import not_verified, run_verify
+from rigctl.serve.verify_spec import VerifySpec, spec_for
 from rigctl.vllm.bootfailure import capped
 from rigctl.vllm.bootlog import BootReport, Failure
 from rigctl.vllm.options import OptionTable

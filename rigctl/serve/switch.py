@@ -36,7 +36,7 @@ from rigctl.serve.steps import (
     rollback_timeout,
     stop_server,
 )
-from rigctl.serve.verify import apps_lose, tool_flags_missing
+from rigctl.serve.verify_spec import apps_lose, tool_flags_missing
 from rigctl.vllm.bootlog import Failure
 
 

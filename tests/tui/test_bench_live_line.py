@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from rigctl.bench.live import ArmProgress, LiveBench
-from rigctl.cli.bench import run_eta
+from rigctl.bench.live import ArmProgress, LiveBench, run_eta
 from rigctl.tui.screens.bench import live_text
 
 

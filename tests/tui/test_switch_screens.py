@@ -35,6 +35,13 @@ async def choose(app: RigApp, pilot: Pilot[None], name: str) -> None:
     await pilot.pause()
 
 
+async def ask_switch(app: RigApp, pilot: Pilot[None], name: str) -> None:
+    """s on `name` in the profiles screen, and whatever it starts (the switch's cost) settled."""
+    await choose(app, pilot, name)
+    await pilot.press("s")
+    await settle(app, pilot)
+
+
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_switch_from_the_profiles_screen(serve_ctx: ServeContext, size: tuple[int, int]) -> None:
     app = app_for(serve_ctx)
@@ -43,9 +50,7 @@ def test_switch_from_the_profiles_screen(serve_ctx: ServeContext, size: tuple[in
 
     async def scenario() -> None:
         async with app.run_test(size=size, message_hook=seen) as pilot:
-            await choose(app, pilot, "good")
-            await pilot.press("s")
-            await settle(app, pilot)
+            await ask_switch(app, pilot, "good")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("y")
             assert isinstance(app.screen, BootScreen)
@@ -69,9 +74,7 @@ def test_declined_confirmation_touches_nothing(serve_ctx: ServeContext) -> None:
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
-            await choose(app, pilot, "good")
-            await pilot.press("s")
-            await settle(app, pilot)
+            await ask_switch(app, pilot, "good")
             await pilot.press("n")
             assert app.screen.id == "profiles" and not app.serving_action_running
             assert seen.count(SwitchFinished) == 0
@@ -192,9 +195,7 @@ def test_a_switch_asked_while_a_bench_holds_the_rig_is_refused_before_the_confir
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
-            await choose(app, pilot, "good")
-            await pilot.press("s")
-            await settle(app, pilot)
+            await ask_switch(app, pilot, "good")
             assert app.screen.id == "profiles" and not isinstance(app.screen, ConfirmScreen)
             assert seen.notified(f"the rig is busy: pid {holder.pid} (bench plan-a")
             assert holder.stdin is not None

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from rigctl import fmt
 from rigctl.bench.arm_bars import arm_bars
-from rigctl.bench.live import LiveBench, read_live
+from rigctl.bench.live import LiveBench, progress_line, read_live
 from rigctl.bench.rawdir import RawDir, bench_dir
 from rigctl.bench.report import list_rows, reload, render
 from rigctl.errors import RigctlError
@@ -27,16 +27,7 @@ from rigctl.tui.worker_errors import SaysWorkerErrors
 def live_text(live: LiveBench | None) -> str:
     if live is None:
         return "no bench running   (start one: rigctl bench PLAN; rigctl bench list shows kept runs)"
-    p = live.progress
-    head = (
-        f"bench {live.plan} (pid {live.pid}): arm {p.number}/{p.arms} {'A' if p.role == 'control' else 'B'} {p.profile}: {p.phase}"
-    )
-    if p.phase in ("measuring", "done"):
-        head += f" {p.done}/{p.total}" if p.total else f" {p.done}"
-        head += f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
-        head += f"  arm ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
-    if p.run_eta_s is not None:
-        head += f"  run ETA {'≥ ' if p.run_eta_floor else ''}{fmt.seconds(p.run_eta_s)}"
+    head = f"bench {live.plan} (pid {live.pid}): {progress_line(live.progress)}"
     return head + f"   [{fmt.seconds(live.elapsed())} in]"
 
 
