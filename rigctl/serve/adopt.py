@@ -90,12 +90,15 @@ def adoption_problem(pid: int) -> str | None:
         return f"process {pid}: {exc}"
     if os.geteuid() not in (0, uid):
         return f"process {pid} belongs to uid {uid}: rigctl, as uid {os.geteuid()}, could not stop it (run as that user or root)"
-    cgroup = _cgroup(pid)
-    if any(mark in cgroup for mark in CONTAINER_MARKS):
+    # a container or a unit rigctl itself runs in (a CI runner's, a container of both) is no
+    # boundary: only one the server is in and rigctl is not
+    cgroup, mine = _cgroup(pid), _cgroup(os.getpid())
+    if any(mark in cgroup and mark not in mine for mark in CONTAINER_MARKS):
         return f"process {pid} runs in a container: the docker launcher ([server] launcher = 'docker') serves its own containers"
+    own_units = {line.rsplit("/", 1)[-1] for line in mine.splitlines()}
     for line in cgroup.splitlines():
         unit = line.rsplit("/", 1)[-1]
-        if unit.endswith(".service") and not unit.startswith(("user@", "session-")):
+        if unit.endswith(".service") and not unit.startswith(("user@", "session-")) and unit not in own_units:
             return (
                 f'process {pid} runs under the systemd unit {unit}: set [server] launcher = "systemd" and [systemd] unit = "{unit}"'
             )
