@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.serving import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
 BLOCK = re.compile(r"^```sh runnable\n(.*?)^```", re.S | re.M)
@@ -38,6 +40,7 @@ def test_a_runnable_block_runs_as_written(where: str, block: str, tmp_path: Path
             "XDG_CACHE_HOME": str(home / "cache"),
             "RIGCTL_SIM": "2x3090-nvlink",
             "RIGCTL_SIM_TIME_SCALE": "0.002",
+            "PORT": str(free_port()),  # a block that serves takes it: 8000 may be another test's
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # the rigctl installed here
         }
     )
