@@ -60,8 +60,23 @@ class ServedFigures:
     j_per_token: float | None
     generation_tokens: float
     cold_cache: bool  # no prefix query at all: nothing was cached or asked
+    # vLLM 0.33's KV offload to host RAM, or a KV connector: tokens found outside the GPU pool, and
+    # the bytes stored to and loaded back from host RAM (0 where the engine has neither)
+    external_prefix_queries: float = 0.0
+    external_prefix_hits: float = 0.0
+    offload_store_bytes: float = 0.0
+    offload_load_bytes: float = 0.0
     low_traffic: tuple[str, ...] = ()
     regression: Regression | None = None
+
+    @property
+    def external_hit_rate(self) -> float | None:
+        return _ratio(self.external_prefix_hits, self.external_prefix_queries)
+
+    @property
+    def offloaded(self) -> bool:
+        """The engine offloaded KV or looked beyond its pool while these rows were recorded."""
+        return bool(self.external_prefix_queries or self.offload_store_bytes or self.offload_load_bytes)
 
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k not in ("latency", "regression", "boots", "low_traffic")}
@@ -69,6 +84,7 @@ class ServedFigures:
         for name, figures in self.latency.items():
             out[f"{name}_mean_s"] = figures["mean"]
             out[f"{name}_p95_s"] = figures["p95"]
+        out["external_hit_rate"] = self.external_hit_rate
         out["low_traffic"] = list(self.low_traffic)
         out["regression"] = self.regression.to_json() if self.regression else None
         return out
@@ -134,6 +150,10 @@ def figures(rows: Sequence[Row], name: str, limits: Thresholds = Thresholds()) -
         j_per_token=_ratio(energy, generated_metered) if metered else None,
         generation_tokens=generated,
         cold_cache=queries == 0 and hits == 0,
+        external_prefix_queries=sum(r.counts.get("external_prefix_queries", 0.0) for r in rows),
+        external_prefix_hits=sum(r.counts.get("external_prefix_hits", 0.0) for r in rows),
+        offload_store_bytes=sum(r.counts.get("offload_store_bytes", 0.0) for r in rows),
+        offload_load_bytes=sum(r.counts.get("offload_load_bytes", 0.0) for r in rows),
         low_traffic=tuple(low),
     )
 

@@ -14,7 +14,7 @@ from rigctl.record import events, trends
 from rigctl.record.coarse import bucketed_rows
 from rigctl.record.events import RecordedEvent
 from rigctl.record.rows import Row
-from rigctl.record.store import COLUMNS, check_schema, record_path, refuse_links, row_of, trouble
+from rigctl.record.store import COLUMNS, check_schema, reading_view, record_path, refuse_links, row_of, trouble
 from rigctl.record.trends import Trends
 
 T = TypeVar("T")
@@ -126,8 +126,10 @@ class RecordReader:
         except (sqlite3.Error, OSError) as exc:
             raise trouble(self.path, "cannot open the record", exc) from None
         try:
-            if not check_schema(db, self.path):
+            columns = check_schema(db, self.path)
+            if columns is None:
                 return None
+            reading_view(db, columns)
             return read(db)
         except sqlite3.Error as exc:
             raise trouble(self.path, "the record cannot be read", exc) from None

@@ -15,7 +15,10 @@ from rigctl.engine.metrics import EngineSnapshot, Histogram
 
 DOWNSAMPLED_S = 300
 
-COUNTED = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
+COUNTED_FIRST = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
+# vLLM 0.33's native KV offload and a KV connector's hits (record schema 2: columns at the table's end)
+COUNTED_OFFLOAD = ("external_prefix_queries", "external_prefix_hits", "offload_store_bytes", "offload_load_bytes")
+COUNTED = COUNTED_FIRST + COUNTED_OFFLOAD
 FINISHED = ("stop", "length", "abort", "error")
 TIMED = ("ttft", "prefill", "tpot", "itl", "e2e")  # itl kept only where tpot is not (vLLM before 0.11)
 BENCH_TAG = "bench:"  # a boot a bench started: `bench:PLAN:KEY` (report keeps its rows apart from real use)

@@ -25,9 +25,9 @@ from rigctl.alerts.model import AlertChange
 from rigctl.errors import RigctlError, UnsafePath
 from rigctl.files import open_own
 from rigctl.record import events
-from rigctl.record.rows import COUNTED, DOWNSAMPLED_S, Row, Timing, downsample
+from rigctl.record.rows import COUNTED, COUNTED_FIRST, COUNTED_OFFLOAD, DOWNSAMPLED_S, Row, Timing, downsample
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the offload's counters (COUNTED_OFFLOAD), added at the table's end
 BUSY_WAIT_S = 2.0
 RAW_KEEP_S = 24 * 3600
 RETENTION_DAYS = 30
@@ -43,11 +43,13 @@ COLUMNS = (
     "kv_usage_seconds",
     "running_max",
     "waiting_max",
-    *COUNTED,
+    *COUNTED_FIRST,
     "finished",
     "timings",
     "energy_j",
+    *COUNTED_OFFLOAD,
 )
+COLUMNS_FIRST = COLUMNS[: -len(COUNTED_OFFLOAD)]  # schema 1's samples table
 
 
 class RecorderBusy(RigctlError):
@@ -106,12 +108,14 @@ def refuse_links(path: Path) -> None:
             raise UnsafePath(one, "not a regular file where rigctl keeps its record (remove it)")
 
 
-def check_schema(db: sqlite3.Connection, path: Path) -> bool:
-    """True when the record has its table, in the shape this rigctl writes; False when it has none
-    yet (an empty file is an empty record); RecordTrouble for another schema."""
+def check_schema(db: sqlite3.Connection, path: Path) -> tuple[str, ...] | None:
+    """The samples table's columns when the record is one this rigctl reads: its own layout, or
+    schema 1's, which lacks only the offload's columns (a writer adds them, a reader sees them as
+    NULL: reading_view); None when it has no table yet (an empty file is an empty record);
+    RecordTrouble for another schema."""
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "samples" not in tables:
-        return False
+        return None
     if "meta" in tables:
         found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         version = int(found[0]) if found and str(found[0]).isdigit() else None
@@ -121,16 +125,39 @@ def check_schema(db: sqlite3.Connection, path: Path) -> bool:
                 f"{SCHEMA_VERSION}): upgrade rigctl, or move the file away and a new record starts",
                 passing=False,
             )
-    columns = tuple(row[1] for row in db.execute("PRAGMA table_info(samples)"))
-    if columns != COLUMNS:
-        missing = [c for c in COLUMNS if c not in columns]
+    columns = tuple(row[1] for row in db.execute("PRAGMA main.table_info(samples)"))
+    if columns not in (COLUMNS, COLUMNS_FIRST):
+        missing = [c for c in COLUMNS_FIRST if c not in columns]
         raise RecordTrouble(
             f"{path}: not the record this rigctl writes (its samples table "
             + (f"lacks {', '.join(missing[:3])}" if missing else f"has {len(columns)} columns, not {len(COLUMNS)}")
             + "): move it away and a new record starts",
             passing=False,
         )
-    return True
+    return columns
+
+
+def reading_view(db: sqlite3.Connection, columns: tuple[str, ...]) -> None:
+    """Let a read-only connection read a schema 1 record as this one: a temporary view named
+    `samples`, which SQLite finds before the file's own table, adds the offload's columns as NULL
+    (every query, the SQL-summed ones included, then reads both alike)."""
+    if columns == COLUMNS:
+        return
+    added = ", ".join(f"NULL AS {name}" for name in COUNTED_OFFLOAD)
+    db.execute(f"CREATE TEMP VIEW samples AS SELECT *, {added} FROM main.samples")
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: the offload's columns added at the table's end, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for name in COUNTED_OFFLOAD:
+            db.execute(f"ALTER TABLE samples ADD COLUMN {name} REAL")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -141,7 +168,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     # keeps sampling meanwhile), not by blocking the recorder's loop for long
     db = sqlite3.connect(path, timeout=BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
     try:
-        check_schema(db, path)
+        columns = check_schema(db, path)
     except BaseException:
         db.close()
         raise
@@ -151,10 +178,13 @@ def _connect(path: Path) -> sqlite3.Connection:
         ts REAL NOT NULL, seconds REAL NOT NULL, resolution INTEGER NOT NULL, profile TEXT NOT NULL,
         boot TEXT NOT NULL, pool_tokens INTEGER, kv_usage_max REAL, kv_usage_seconds REAL, running_max REAL,
         waiting_max REAL, preemptions REAL, prefix_queries REAL, prefix_hits REAL, prompt_tokens REAL,
-        generation_tokens REAL, finished TEXT, timings TEXT, energy_j REAL)""")
+        generation_tokens REAL, finished TEXT, timings TEXT, energy_j REAL, external_prefix_queries REAL,
+        external_prefix_hits REAL, offload_store_bytes REAL, offload_load_bytes REAL)""")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    if columns == COLUMNS_FIRST:
+        _upgrade(db)
     db.execute("CREATE INDEX IF NOT EXISTS samples_profile_ts ON samples (profile, ts)")
     db.execute("CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)")
-    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
     events.create(db)  # a table an older rigctl's record lacks is added, never a new schema
     db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
     return db
@@ -172,16 +202,20 @@ def _values(row: Row) -> tuple[Any, ...]:
         row.kv_usage_seconds,
         row.running_max,
         row.waiting_max,
-        *(row.counts.get(k, 0.0) for k in COUNTED),
+        *(row.counts.get(k, 0.0) for k in COUNTED_FIRST),
         json.dumps(row.finished, separators=(",", ":")) if row.finished else None,
         json.dumps({k: t.to_json() for k, t in row.timings.items()}, separators=(",", ":")) if row.timings else None,
         row.energy_j,
+        *(row.counts.get(k, 0.0) for k in COUNTED_OFFLOAD),
     )
 
 
 def row_of(values: tuple[Any, ...]) -> Row:
-    (ts, seconds, resolution, profile, boot, pool, kv_max, kv_seconds, running, waiting, *counted, finished, timings, energy) = (
-        values
+    (ts, seconds, resolution, profile, boot, pool, kv_max, kv_seconds, running, waiting, *rest) = values
+    first, (finished, timings, energy), offload = (
+        rest[: len(COUNTED_FIRST)],
+        rest[len(COUNTED_FIRST) : len(COUNTED_FIRST) + 3],
+        rest[len(COUNTED_FIRST) + 3 :],
     )
     parsed = {k: Timing.from_json(v) for k, v in json.loads(timings).items()} if timings else {}
     return Row(
@@ -194,7 +228,7 @@ def row_of(values: tuple[Any, ...]) -> Row:
         kv_seconds or 0.0,
         running,
         waiting,
-        {k: v or 0.0 for k, v in zip(COUNTED, counted, strict=True)},
+        {k: v or 0.0 for k, v in zip(COUNTED, (*first, *offload), strict=True)},
         json.loads(finished) if finished else {},
         parsed,
         energy,

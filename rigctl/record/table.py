@@ -66,6 +66,12 @@ def render(columns: Sequence[ServedFigures], where: str) -> str:
                 for c in columns
             ],
         )
+    if any(c.offloaded for c in columns):
+        add("KV offload: ext. hit rate", [fmt.frac_pct(c.external_hit_rate) for c in columns])
+        add(
+            "  stored / loaded",
+            [f"{fmt.gib(c.offload_store_bytes, 2)} / {fmt.gib(c.offload_load_bytes, 2)}" for c in columns],
+        )
     add("mean power", [fmt.watts(c.mean_power_w) for c in columns])
     add("J/token", [f"{c.j_per_token:.2f}" if c.j_per_token is not None else "n/a" for c in columns])
     add("prefix cache", ["cold (no query)" if c.cold_cache else "used" for c in columns])

@@ -31,6 +31,8 @@ Per card (rigctl/sim/speeds.py's CARDS), from each owner's own table:
         2.52 tokens a step give 113 if a drafted token costs 0.097 of a step on Ada (graphs, the
         MTP head on idle tensor cores), where the 3090 pays 1.25; a stream's speed / (1 +
         0.1875 (b-1)^0.855) fitted to 57 and 25.
+    Prefill over tensor parallel: PREFILL_TP_SHARE of decode's split gain (the 3090 owner's
+    one-vs-two table, above the constant).
     Other cards take the nearest measured generation's factors (Ampere: the 3090's; Ada and
     later: the 4090's), scaled by memory bandwidth; said in docs/guide/bench.md's simulator section.
 """
@@ -45,6 +47,12 @@ BUILDS: dict[str, tuple[float, float]] = {  # build -> (prefill, decode) against
     "fp8": (81.56 / 80.20, 43.24 / 60.90),
 }
 MTP_STEP_COST = 1.25  # per drafted token, in plain decode steps
+# Tensor parallel speeds prefill up less than decode: a prefill chunk's activations (every token's
+# hidden state, twice a layer) cross the link, where a decode step sends one token's. The 3090
+# owner's one-vs-two table (TP2 over NVLink against one card, their agent workloads): prefill mean
+# 4.242 -> 3.012 s, x1.41, where the simulator's decode split gains x1.8 over NVLink. Other links
+# were not measured against one card: the same share of their decode gain.
+PREFILL_TP_SHARE = (4.242 / 3.012) / 1.8
 ASYNC_GAIN_MAX = 210.1 / 166.8 - 1  # +26%, reached at 6 running sequences
 ASYNC_FULL_AT = 6
 
@@ -101,3 +109,8 @@ def card_of(name: str) -> tuple[Card, float]:
     if any(key in name for key in ("4090", "4080", "5090", "5080", "L40", "6000 Ada")):
         return CARDS["ada"], bandwidth / BANDWIDTH_GBS["4090"]
     return CARDS["ampere"], bandwidth / BANDWIDTH_GBS["3090"]
+
+
+def prefill_tp_speedup(decode_speedup: float) -> float:
+    """A tensor-parallel group's prefill gain over one card, from its decode gain (PREFILL_TP_SHARE)."""
+    return 1.0 if decode_speedup <= 1.0 else max(1.0, decode_speedup * PREFILL_TP_SHARE)

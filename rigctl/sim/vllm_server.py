@@ -37,7 +37,7 @@ from rigctl.sim.memory import EngineConfig, MemoryPlan, plan
 from rigctl.sim.models import ModelSpec, lookup
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import RigSpec, load_rig
-from rigctl.sim.speeds import build_factors, card_of
+from rigctl.sim.speeds import build_factors, card_of, prefill_tp_speedup
 from rigctl.sim.stats import Stats
 from rigctl.units import GIB
 from rigctl.vllm.kvpool import kv_dtype_bytes
@@ -107,7 +107,7 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         * tp_speedup(rig, devices, cfg.tp)
         * fast
         * decode_build,
-        prefill_tps=model.decode_tps_tp1 * 120 * tp_speedup(rig, devices, cfg.tp) * fast * prefill_build,
+        prefill_tps=model.decode_tps_tp1 * 120 * prefill_tp_speedup(tp_speedup(rig, devices, cfg.tp)) * fast * prefill_build,
         spec_tokens=cfg.spec_tokens,
         async_scheduling=bool(cfg.async_scheduling),
         acceptance_scale=float(os.environ.get("RIGCTL_SIM_ACCEPTANCE", "1") or 1),

@@ -5,6 +5,9 @@ boots, and `fit` shows the offloaded pool beside the GPU's."""
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +15,15 @@ import psutil
 import pytest
 
 from tests.faults.rig import Rig
+
+
+def recorded_loads(db: Path) -> float:
+    """The offload's bytes loaded back, as the record holds them so far."""
+    if not db.is_file():
+        return 0.0
+    with sqlite3.connect(db) as connection:
+        (loaded,) = connection.execute("SELECT COALESCE(SUM(offload_load_bytes), 0) FROM samples").fetchone()
+    return float(loaded)
 
 
 @pytest.fixture
@@ -46,16 +58,33 @@ def test_an_offload_larger_than_the_hosts_memory_is_refused_before_the_stop(rig:
 def test_blocks_the_gpu_pool_evicts_come_back_from_the_offload(rig: Rig) -> None:
     """A GPU pool of 15 blocks and a 1 GiB offload: six distinct 7k-token prompts evict
     the first from the GPU; sent again it is found in host RAM. The engine's counters say so, and
-    rigctl metrics reads them (stored and loaded bytes, the external hit rate)."""
+    rigctl metrics reads them (stored and loaded bytes, the external hit rate), and so does the
+    record `rigctl report` reads."""
     import httpx
 
     rig.add_profile("offload-small", "kv_offloading_size = 1\nkv_cache_memory_bytes = 400000000\nmax_model_len = 14000\n")
     assert rig.rigctl("switch", "offload-small").returncode == 0
-    url = f"http://127.0.0.1:{rig.port}/v1/completions"
-    prompts = [f"document {i}: " + f"word{i} " * 4500 for i in range(6)]  # ~7,000 tokens: 4 blocks of 1,600 each
-    for prompt in [*prompts, prompts[0]]:
-        answer = httpx.post(url, json={"model": "qwen3.6-27b", "prompt": prompt, "max_tokens": 2}, timeout=120)
-        assert answer.status_code == 200, answer.text
+    recorder = rig.popen("record", "--interval", "1")
+    try:
+        rig.wait_for(recorder, "recording to")
+        url = f"http://127.0.0.1:{rig.port}/v1/completions"
+        prompts = [f"document {i}: " + f"word{i} " * 4500 for i in range(6)]  # ~7,000 tokens: 4 blocks of 1,600 each
+        for prompt in [*prompts, prompts[0]]:
+            answer = httpx.post(url, json={"model": "qwen3.6-27b", "prompt": prompt, "max_tokens": 2}, timeout=120)
+            assert answer.status_code == 200, answer.text
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not recorded_loads(rig.state_dir / "record.sqlite"):
+            time.sleep(0.5)
+    finally:
+        recorder.send_signal(signal.SIGTERM)
+        code, out = rig.finish(recorder)
+    assert code == 0, out
+    # the record keeps what the offload did: `rigctl report` shows it beside the hit rate
+    reported = json.loads(rig.rigctl("report", "offload-small", "--json").stdout)["profiles"][0]
+    assert reported["offload_store_bytes"] > 0 and reported["offload_load_bytes"] > 0, reported
+    assert reported["external_prefix_hits"] > 0 and 0 < reported["external_hit_rate"] <= 1, reported
+    table = rig.rigctl("report", "offload-small").stdout
+    assert "KV offload: ext. hit rate" in table and "stored / loaded" in table, table
     scrape = httpx.get(f"http://127.0.0.1:{rig.port}/metrics", timeout=30).text
 
     def total(name: str) -> float:

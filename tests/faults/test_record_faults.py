@@ -324,10 +324,10 @@ def test_a_record_of_another_schema_is_one_line(rig: Rig, newer: bool) -> None:
     db = sqlite3.connect(path)
     db.execute("ALTER TABLE samples RENAME COLUMN energy_j TO energy_mj")
     if newer:
-        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
     db.commit()
     db.close()
-    expected = "written by a newer rigctl (record schema 2" if newer else "samples table lacks energy_j"
+    expected = "written by a newer rigctl (record schema 3" if newer else "samples table lacks energy_j"
     for command in (("record", "--interval", "1"), ("report",), ("report", "--json")):
         done = rig.rigctl(*command, timeout=60)
         assert done.returncode == 1, (command, done.stdout, done.stderr)
