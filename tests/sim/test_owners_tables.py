@@ -228,3 +228,41 @@ def test_the_3090_owners_one_card_against_two(tmp_path: Path) -> None:
         assert arms["candidate"]["kv_pool_tokens"] > arms["control"]["kv_pool_tokens"], arms
     finally:
         rig.cleanup()
+
+
+PREFILL_PLAN = """description = "the build, one long prompt (the 3090 owner's quantization table, TTFT)"
+control = "awq"
+candidate = "other"
+order = "ABA"
+[workload]
+kind = "prefill-heavy"
+concurrency = 1
+requests = 3
+prompt_tokens = 32768
+max_tokens = 8
+warmup_requests = 1
+[gate]
+metric = "ttft_mean_s"
+min_change = 0.05
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("build", "owner"), [(W4A8, 58.64 / 81.56), (FP8, 80.20 / 81.56)], ids=["w4a8", "fp8"])
+def test_the_3090_owners_prefill_by_build(tmp_path: Path, build: str, owner: float) -> None:
+    """The TTFT column of the 3090 owner's quantization table (one 120k prompt, TP2): AutoRound
+    W4A8 58.64 s and FP8 80.20 s against AWQ W4A16's 81.56 s. Within 25% each, and W4A8's
+    direction; FP8's 1.7% is below what one run of theirs can tell apart, so its direction is not
+    held (the simulator's prompts are 32k: the ratio is the prefill rate's, whatever the length)."""
+    rig = BenchRig(tmp_path / "home")
+    try:
+        rig.add_profile("awq", "", parent=AWQ)
+        rig.add_profile("other", "", parent=build)
+        done, data = rig.bench(str(rig.plan("prefill", text=PREFILL_PLAN)))
+        assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
+        ratio = data["candidate_mean"] / data["control_mean"]
+        if build == W4A8:
+            assert ratio < 1, f"W4A8's TTFT x{ratio:.2f} of AWQ's, the owner x{owner:.2f}"
+        assert abs(ratio / owner - 1) <= 0.25, f"TTFT x{ratio:.2f} of AWQ's, the owner x{owner:.2f}"
+    finally:
+        rig.cleanup()
