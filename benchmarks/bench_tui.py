@@ -163,7 +163,7 @@ class Rig:
         self.load = None
         if load:
             code = (
-                "import time\nfrom rigctl.serve.statefiles import read_record\nfrom rigctl.sim.loadgen import "
+                "import time\nfrom rigctl.state.statefiles import read_record\nfrom rigctl.sim.loadgen import "
                 "LoadGenerator\nr = read_record()\ng = LoadGenerator(lambda: (r.base_url, r.served_names[0]))\n"
                 "g.start()\ntime.sleep(3600)\n"
             )

@@ -20,10 +20,10 @@ from rigctl.engine.poller import Endpoint, EnginePoller, EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.record.recorder import BenchTags, Observation, held_energy
-from rigctl.serve.launchers import launcher_for
-from rigctl.serve.logtail import TailReader
-from rigctl.serve.serving import ServingStatus, observe
-from rigctl.serve.statefiles import RecordRead, ServerRecord, read_record_once, state_file
+from rigctl.state.logtail import TailReader
+from rigctl.state.servers import view_for
+from rigctl.state.serving import ServingStatus, observe
+from rigctl.state.statefiles import RecordRead, ServerRecord, read_record_once, state_file
 
 OBSERVE_EVERY = 5  # engine polls between full checks of what serves while nothing changes
 
@@ -140,7 +140,7 @@ class Monitor:
             return None
         cached_record, endpoint = self._endpoint_for
         if record != cached_record:  # the API key is read once per server, not every second
-            launcher = launcher_for(record, self.settings)
+            launcher = view_for(record, self.settings)
             endpoint = Endpoint(record.base_url, record.profile, launcher.api_key(record), record.pid)
             self._endpoint_for = (record, endpoint)
         return endpoint

@@ -19,8 +19,8 @@ async def shoot(out: Path) -> None:
     from rigctl.cli.tui import DEMO_FAILS, prepare_demo_home
     from rigctl.gpu.sampler import RigSampler
     from rigctl.serve import switch as transaction
-    from rigctl.serve.statefiles import read_record
     from rigctl.sim.loadgen import LoadGenerator
+    from rigctl.state.statefiles import read_record
     from rigctl.tui.app import make_app
 
     os.environ["RIGCTL_SIM_TIME_SCALE"] = "0.02"

@@ -18,7 +18,7 @@ from rigctl.alerts.model import Alert, AlertChange
 from rigctl.engine.metrics import EngineSnapshot
 from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.nvml_codes import BENIGN_THROTTLE
-from rigctl.serve.serving import ServingStatus
+from rigctl.state.serving import ServingStatus
 
 POWER_CAP = "sw power cap"  # the power limit at work: its own alert (power-cap), sustained
 

@@ -32,8 +32,8 @@ from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.sampler import RigSampler
 from rigctl.redact import redact_text
 from rigctl.serve.launchers import Launcher
-from rigctl.serve.logfollow import FileFollower
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.state.logfollow import FileFollower
+from rigctl.state.statefiles import ServerRecord
 from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 
 SAMPLE_PERIOD = 0.5  # s between looks at the engine and the GPUs during the measured window

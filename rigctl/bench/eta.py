@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from rigctl.bench.live import ArmProgress
-from rigctl.serve import boots
+from rigctl.state import boots
 
 STOP_S = 8.0  # stopping the arm before: vLLM frees its GPUs and ports in a few seconds
 

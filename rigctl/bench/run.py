@@ -32,13 +32,14 @@ from rigctl.bench.plan import BenchPlan
 from rigctl.bench.rawdir import RawDir
 from rigctl.bench.verdict import Verdict, decide
 from rigctl.errors import ExitCode, RigctlError
-from rigctl.serve import boots
+from rigctl.serve.launchers import launcher_of
 from rigctl.serve.lock import RigLock
 from rigctl.serve.looked import left_behind, serving_name
-from rigctl.serve.serving import find_running
-from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import Prepared, ServeContext
 from rigctl.serve.switch import SwitchOutcome, switch
+from rigctl.state import boots
+from rigctl.state.serving import find_running
+from rigctl.state.statefiles import read_record
 
 RunStatus = Literal["complete", "failed", "interrupted", "cut_short"]  # cut_short: said by a later rigctl
 
@@ -355,11 +356,12 @@ def _arms(
             result.message = f"arm {number} ({role} {profile}): the switch failed: {outcome.message}"
             return
         running = find_running(ctx.settings, ctx.launcher, thorough=False)
-        if running.record is None or running.launcher is None:
+        launcher = launcher_of(running, ctx.launcher, ctx.settings)
+        if running.record is None or launcher is None:
             result.status = "failed"
             result.message = f"arm {number} ({role} {profile}): switched, but no server record is there to measure"
             return
-        record, launcher = running.record, running.launcher
+        record = running.record
         arm = measure_arm(
             number,
             len(arms),

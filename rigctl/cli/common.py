@@ -99,7 +99,7 @@ def served_endpoint(url: str | None, flag: str = "--url") -> tuple[str, str | No
     [server] endpoint, or the one rigctl started (RigctlError when there is none)."""
     from rigctl.config import load_settings
     from rigctl.errors import RigctlError
-    from rigctl.serve.serving import find_running
+    from rigctl.state.serving import find_running
 
     if url:
         return url, None, None
@@ -109,6 +109,6 @@ def served_endpoint(url: str | None, flag: str = "--url") -> tuple[str, str | No
     running = find_running(settings)
     for note in running.notes:
         print(f"rigctl: {note}", file=sys.stderr)
-    if running.record is None or running.launcher is None:
+    if running.record is None or running.view is None:
         raise RigctlError(f"no server to ask: rigctl has not started one here (give {flag}, or set [server] endpoint)")
-    return running.record.base_url, running.launcher.api_key(running.record), running.record.pid
+    return running.record.base_url, running.view.api_key(running.record), running.record.pid

@@ -67,7 +67,7 @@ def _check_ranges(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from rigctl.fit.answer import FitQuestion, answer
     from rigctl.fit.inputs import LaunchOptions, options_from_launch
-    from rigctl.serve.boots import read_history
+    from rigctl.state.boots import read_history
 
     _check_ranges(args)
     options, profile_name = LaunchOptions(), None

@@ -197,7 +197,7 @@ def _profile_port(settings: object) -> int:
     from rigctl.profiles.schema import ProfileError
     from rigctl.profiles.store import ProfileStore
     from rigctl.profiles.vllm_args import DEFAULT_PORT
-    from rigctl.serve.statefiles import read_state
+    from rigctl.state.statefiles import read_state
 
     try:
         state = read_state()

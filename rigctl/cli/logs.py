@@ -14,10 +14,10 @@ from rigctl.config import load_settings
 from rigctl.errors import BadInputError
 from rigctl.files import bounded_lines, open_input
 from rigctl.redact import redact_text
-from rigctl.serve import boots
-from rigctl.serve.journal import Ending
 from rigctl.serve.launchers import launcher_for
-from rigctl.serve.serving import find_running
+from rigctl.state import boots
+from rigctl.state.journal import Ending
+from rigctl.state.serving import find_running
 from rigctl.vllm.bootlog import read_bootlog
 
 
@@ -75,7 +75,7 @@ def run_logs(args: argparse.Namespace) -> int:
 
 
 def run_switches(args: argparse.Namespace) -> int:
-    from rigctl.serve.journal import journal_file, read_endings
+    from rigctl.state.journal import journal_file, read_endings
 
     endings, damaged = read_endings()
     if damaged:

@@ -15,7 +15,7 @@ from rigctl.profiles.validate import validate
 from rigctl.profiles.vllm_args import LaunchSpec, render
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.redact import redact_env, redact_mapping
-from rigctl.serve.statefiles import active_profile_name
+from rigctl.state.statefiles import active_profile_name
 from rigctl.vllm.options import OptionTable
 
 

@@ -24,8 +24,8 @@ from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import BootResult, Event
 from rigctl.serve.launchers import SIM_COMMAND, make_launcher
 from rigctl.serve.looked import serving_name
-from rigctl.serve.serving import find_running
 from rigctl.serve.steps import ServeContext
+from rigctl.state.serving import find_running
 
 
 def make_context(

@@ -12,11 +12,11 @@ from rigctl.cli.rig_text import status_text
 from rigctl.config import load_settings
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.gpu.report import snapshot_json
-from rigctl.serve.serving import observe
+from rigctl.state.serving import observe
 
 if TYPE_CHECKING:
     from rigctl.config import Settings
-    from rigctl.serve.statefiles import ServerRecord
+    from rigctl.state.statefiles import ServerRecord
 
 
 def register(sub: common.Subparsers) -> None:
@@ -135,7 +135,7 @@ def prefix_cache(record: ServerRecord) -> dict[str, object] | None:
     from rigctl.engine.client import EngineClient, EngineHTTPError
     from rigctl.engine.coldcache import cold_check, verification_baseline
     from rigctl.engine.prom import ExpositionError
-    from rigctl.serve.boots import read_all
+    from rigctl.state.boots import read_all
 
     try:
         with EngineClient(record.base_url, timeout=2.0) as client:

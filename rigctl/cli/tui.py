@@ -123,8 +123,8 @@ def run_demo(args: argparse.Namespace) -> int:
     load = None
     if not args.no_load:
         from rigctl.jsonio import DamagedFile
-        from rigctl.serve.statefiles import read_record
         from rigctl.sim.loadgen import LoadGenerator
+        from rigctl.state.statefiles import read_record
 
         def endpoint() -> tuple[str, str] | None:
             try:

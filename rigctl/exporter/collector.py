@@ -21,10 +21,10 @@ from rigctl.gpu.model import RigSnapshot
 from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.store import ProfileStore
 from rigctl.record.regression_watch import CHECK_EVERY_S, hit_rate_fall
-from rigctl.serve.boots import BootRecord, read_all
-from rigctl.serve.journal import JournalReader
-from rigctl.serve.serving import ServingStatus, observe
-from rigctl.serve.statefiles import ServerRecord, read_state_or_none
+from rigctl.state.boots import BootRecord, read_all
+from rigctl.state.journal import JournalReader
+from rigctl.state.serving import ServingStatus, observe
+from rigctl.state.statefiles import ServerRecord, read_state_or_none
 
 PROCESSES_PER_GPU = 4  # the largest holders a GPU: a process label set that cannot grow without bound
 MHZ = 1_000_000

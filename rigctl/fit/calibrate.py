@@ -14,7 +14,7 @@ from rigctl.units import GIB
 
 
 class BootRecord(Protocol):
-    """What a boot record (rigctl.serve.boots.BootRecord) offers; the fit layer reads, never writes it."""
+    """What a boot record (rigctl.state.boots.BootRecord) offers; the fit layer reads, never writes it."""
 
     @property
     def profile(self) -> str: ...

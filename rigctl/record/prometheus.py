@@ -21,7 +21,7 @@ from rigctl.engine.prom import Exposition, Labels
 from rigctl.errors import RigctlError
 from rigctl.jsonio import loads_strict
 from rigctl.record.rows import Row, interval
-from rigctl.serve.boots import read_history
+from rigctl.state.boots import read_history
 from rigctl.vllm.metric_names import COUNTERS, HISTOGRAMS, P
 
 MAX_POINTS = 10_000  # Prometheus refuses a range query of more than 11,000 points a series

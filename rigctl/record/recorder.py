@@ -21,7 +21,7 @@ from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import RigSnapshot
 from rigctl.record.rows import BENCH_TAG, Row, interval
 from rigctl.record.store import RecordTrouble, RecordWriter
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.state.statefiles import ServerRecord
 
 COMPACT_EVERY_S = 3600
 PENDING_ROWS = 8640  # rows kept in memory while the record cannot be written: a day at 10 s, ~10 MB

@@ -12,7 +12,7 @@ from rigctl.record.derive import Regression, current_regression, thresholds_of
 from rigctl.record.prefix_fault import explain
 from rigctl.record.reader import RecordReader
 from rigctl.record.rows import Row
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.state.statefiles import ServerRecord
 
 CHECK_EVERY_S = 60.0
 LOOK_BACK_S = 7 * 86400

@@ -16,10 +16,10 @@ from typing import Literal
 
 from rigctl.engine.client import EngineClient
 from rigctl.redact import redact_text
-from rigctl.serve import discover
 from rigctl.serve.launchers import Launcher
-from rigctl.serve.statefiles import ServerRecord
 from rigctl.serve.verify import Verification
+from rigctl.state import discover
+from rigctl.state.statefiles import ServerRecord
 from rigctl.vllm.bootlog import BootLogReader, BootReport, Failure
 
 ERROR_GRACE = 10.0  # seconds a process may keep running after logging a fatal error

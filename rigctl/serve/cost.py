@@ -14,12 +14,13 @@ from typing import Any
 from rigctl.errors import RigctlError
 from rigctl.fit.check import predicted_pool
 from rigctl.profiles.summary import Change, launch_diff
-from rigctl.serve import boots, preflight
+from rigctl.serve import preflight
 from rigctl.serve.drain import in_flight
-from rigctl.serve.serving import find_running
 from rigctl.serve.steps import Prepared, ServeContext, prepare
 from rigctl.serve.switch import SwitchOptions, refusal_before_stop
 from rigctl.serve.verify_spec import apps_lose
+from rigctl.state import boots
+from rigctl.state.serving import find_running
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,7 @@ def switch_cost(ctx: ServeContext, target: str, options: SwitchOptions | None = 
         else (None, "no launch")
     )
     running_now = (
-        in_flight(record.base_url, running.launcher.api_key(record))
-        if record is not None and running.launcher is not None
-        else None
+        in_flight(record.base_url, running.view.api_key(record)) if record is not None and running.view is not None else None
     )
     drain_s = ctx.settings.drain_timeout if options.drain is None else options.drain
     return SwitchCost(

@@ -12,8 +12,8 @@ from rigctl.serve import front_door
 from rigctl.serve.drain import Drained, in_flight
 from rigctl.serve.drain import drain as drain_requests
 from rigctl.serve.launchers import Launcher
-from rigctl.serve.statefiles import ServerRecord
 from rigctl.serve.steps import ServeContext
+from rigctl.state.statefiles import ServerRecord
 
 
 class DoorHold:

@@ -18,7 +18,7 @@ from rigctl.gateway.hold import AppsSeen
 from rigctl.jsonio import DamagedFile
 from rigctl.profiles.vllm_args import LaunchSpec, moved_to
 from rigctl.serve.drain import POLL_S, Drained, in_flight
-from rigctl.serve.statefiles import read_record, record_file
+from rigctl.state.statefiles import read_record, record_file
 
 
 def find() -> DoorClient | None:

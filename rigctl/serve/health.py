@@ -21,7 +21,7 @@ from typing import Literal
 
 from rigctl.engine.metrics import EngineSnapshot
 from rigctl.errors import ExitCode
-from rigctl.serve.serving import ServingStatus
+from rigctl.state.serving import ServingStatus
 
 Verdict = Literal["healthy", "down", "degraded"]
 

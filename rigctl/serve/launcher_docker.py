@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import StopFailed
-from rigctl.profiles.envfile import read_env_file
-from rigctl.serve import discover
-from rigctl.serve.launcher_systemd import Runner, env_file_problems, run
-from rigctl.serve.logfollow import CommandFollower
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.serve.launcher_systemd import env_file_problems
+from rigctl.state import discover
+from rigctl.state.servers import DockerView, Runner, run
+from rigctl.state.statefiles import ServerRecord
 
 if TYPE_CHECKING:
     from rigctl.profiles.vllm_args import LaunchSpec
@@ -25,15 +24,11 @@ if TYPE_CHECKING:
 CONTAINER_HF = "/root/.cache/huggingface"
 
 
-class DockerLauncher:
-    name = "docker"
-
+class DockerLauncher(DockerView):
     def __init__(self, image: str, container: str, hf_cache: str, runner: Runner = run) -> None:
+        super().__init__(container, runner)
         self.image = image
-        self.container = container
         self.hf_cache = str(Path(hf_cache).expanduser())
-        self.runner = runner
-        self.env_file = paths.state_dir() / "docker.env"
 
     def run_command(self, spec: LaunchSpec) -> list[str]:
         argv = list(spec.argv)
@@ -106,32 +101,8 @@ class DockerLauncher:
             boot_id=boot_id,
         )
 
-    def _inspect(self, field: str) -> str:
-        return self.runner(["docker", "inspect", "-f", f"{{{{.State.{field}}}}}", self.container]).stdout.strip()
-
-    def alive(self, record: ServerRecord) -> bool:
-        return self._inspect("Running") == "true"
-
-    def exit_code(self, record: ServerRecord) -> int | None:
-        if self.alive(record):
-            return None
-        code = self._inspect("ExitCode")
-        return int(code) if code.lstrip("-").isdigit() else -1
-
-    def serves_port(self, record: ServerRecord) -> bool | None:
-        return None  # docker-proxy listens for the container: the listener says nothing of which boot
-
-    def api_key(self, record: ServerRecord) -> str | None:
-        return read_env_file(self.env_file).get("VLLM_API_KEY") or None
-
     def stop(self, record: ServerRecord, grace: float) -> None:
         done = self.runner(["docker", "stop", "-t", str(int(grace)), self.container])
         if done.returncode != 0 and "No such container" not in (done.stderr or ""):
             raise StopFailed(f"docker stop {self.container} failed: {(done.stderr or done.stdout).strip()}")
         self.runner(["docker", "rm", self.container])
-
-    def logs_command(self, since: float, follow: bool = True) -> list[str]:
-        return ["docker", "logs", *(["-f"] if follow else []), "--since", str(int(since)), self.container]
-
-    def follower(self, record: ServerRecord, from_end: bool = False) -> CommandFollower:
-        return CommandFollower(self.logs_command(time.time() if from_end else record.started))

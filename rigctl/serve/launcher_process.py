@@ -20,10 +20,10 @@ import psutil
 from rigctl import paths
 from rigctl.errors import StopFailed
 from rigctl.files import open_own
-from rigctl.proc import same_process, start_id, start_time
-from rigctl.serve import discover
-from rigctl.serve.logfollow import FileFollower
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.proc import start_id, start_time
+from rigctl.state import discover
+from rigctl.state.servers import ProcessView
+from rigctl.state.statefiles import ServerRecord
 
 if TYPE_CHECKING:
     from rigctl.profiles.vllm_args import LaunchSpec
@@ -72,9 +72,7 @@ def interpreter_problem(path: str) -> str | None:
     return None
 
 
-class ProcessLauncher:
-    name = "process"
-
+class ProcessLauncher(ProcessView):
     def __init__(self, kill_wait: float = 10.0, child_env: Mapping[str, str] | None = None) -> None:
         self.kill_wait = kill_wait  # seconds a process may take to vanish after SIGKILL before rigctl says so
         # what every server it starts is told besides its profile's [env] (the simulated rig to be)
@@ -142,43 +140,17 @@ class ProcessLauncher:
         )
 
     def alive(self, record: ServerRecord) -> bool:
-        """The recorded server runs: its start (clock ticks since boot) when the record has it,
-        else its boot token, else the wall-clock start within a second (a clock step defeats only
-        the last, and only records written before start_id existed rely on it)."""
-        if record.pid is None:
-            return False
-        child = self._children.get(record.pid)
-        if child is not None:
+        child = self._children.get(record.pid or -1)
+        if child is not None:  # one this process started: its own wait status says
             return child.poll() is None
-        if record.start_id is None and record.boot_id is not None:
-            env = discover.process_environ(record.pid)
-            if env is not None:
-                return env.get(discover.BOOT_ID_VAR) == record.boot_id and same_process(record.pid)
-        return same_process(record.pid, record.create_time, record.start_id)
+        return super().alive(record)
 
     def exit_code(self, record: ServerRecord) -> int | None:
         """The exit status once the server has exited (-1 when rigctl did not start it), else None."""
         child = self._children.get(record.pid or -1)
         if child is not None:
             return child.poll()
-        return None if self.alive(record) else -1
-
-    def serves_port(self, record: ServerRecord) -> bool | None:
-        return discover.listener_is(record.port, record.boot_id, record.pid)
-
-    def api_key(self, record: ServerRecord) -> str | None:
-        """VLLM_API_KEY in the server's environment, else the first --api-key of its command line
-        (several keys stay there: the variable holds one). Read from the process, never stored."""
-        if not record.pid or not self.alive(record):
-            return None
-        env = discover.process_environ(record.pid) or {}
-        if env.get("VLLM_API_KEY"):
-            return env["VLLM_API_KEY"]
-        try:
-            argv = psutil.Process(record.pid).cmdline()
-        except psutil.Error:
-            return None
-        return argv[argv.index("--api-key") + 1] if "--api-key" in argv[:-1] else None
+        return super().exit_code(record)
 
     def stop(self, record: ServerRecord, grace: float) -> None:
         if record.pid is None or not self.alive(record):
@@ -209,9 +181,6 @@ class ProcessLauncher:
                 child.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-
-    def follower(self, record: ServerRecord, from_end: bool = False) -> FileFollower:
-        return FileFollower(record.log_path, from_end=from_end)
 
 
 def _signal_group(group: int, sig: int) -> None:

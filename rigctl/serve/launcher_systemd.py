@@ -9,32 +9,19 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigctl import paths
 from rigctl.atomic import write_text_atomic
 from rigctl.errors import StopFailed
-from rigctl.profiles.envfile import env_line, read_env_file
-from rigctl.serve import discover
-from rigctl.serve.logfollow import CommandFollower
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.profiles.envfile import env_line
+from rigctl.state import discover
+from rigctl.state.servers import Runner, SystemdView, run
+from rigctl.state.statefiles import ServerRecord
 
 if TYPE_CHECKING:
     from rigctl.profiles.vllm_args import LaunchSpec
-
-Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
-
-
-def run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(list(argv), capture_output=True, text=True, timeout=120)
-    except FileNotFoundError:
-        return subprocess.CompletedProcess(list(argv), 127, "", f"{argv[0]}: command not found")
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(list(argv), 124, "", f"{' '.join(argv)}: no answer in 120 s")
-
 
 _C_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -62,19 +49,11 @@ def _last_line(done: subprocess.CompletedProcess[str]) -> str:
     return lines[-1] if lines else f"exit status {done.returncode}"
 
 
-class SystemdLauncher:
-    name = "systemd"
-
+class SystemdLauncher(SystemdView):
     def __init__(self, unit: str, user: bool = False, dropin_dir: str = "", runner: Runner = run) -> None:
-        self.unit = unit
-        self.user = user
-        self.runner = runner
+        super().__init__(unit, user, runner)
         default = (Path.home() / ".config/systemd/user" if user else Path("/etc/systemd/system")) / f"{unit}.d"
         self.dropin = Path(dropin_dir).expanduser() / "rigctl.conf" if dropin_dir else default / "rigctl.conf"
-        self.env_file = paths.state_dir() / "systemd.env"
-
-    def _systemctl(self, *args: str) -> list[str]:
-        return ["systemctl", *(["--user"] if self.user else []), *args]
 
     def _check(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         done = self.runner(argv)
@@ -136,32 +115,8 @@ class SystemdLauncher:
             boot_id=boot_id,
         )
 
-    def alive(self, record: ServerRecord) -> bool:
-        return self.runner(self._systemctl("is-active", self.unit)).stdout.strip() in ("active", "activating", "reloading")
-
-    def exit_code(self, record: ServerRecord) -> int | None:
-        shown = self.runner(self._systemctl("show", self.unit, "-p", "ActiveState", "-p", "ExecMainStatus")).stdout
-        values = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
-        if values.get("ActiveState") in ("failed", "inactive"):
-            status = values.get("ExecMainStatus", "")
-            return int(status) if status.lstrip("-").isdigit() else -1
-        return None
-
-    def serves_port(self, record: ServerRecord) -> bool | None:
-        return discover.listener_is(record.port, record.boot_id, record.pid)
-
-    def api_key(self, record: ServerRecord) -> str | None:
-        return read_env_file(self.env_file).get("VLLM_API_KEY") or None
-
     def stop(self, record: ServerRecord, grace: float) -> None:
         try:
             self._check(self._systemctl("stop", self.unit))
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
             raise StopFailed(f"could not stop {self.unit}: {exc}") from exc
-
-    def journal_command(self, since: float) -> list[str]:
-        unit_flag = "--user-unit" if self.user else "-u"
-        return ["journalctl", unit_flag, self.unit, "-o", "cat", "--no-pager", "-f", "--since", f"@{int(since)}"]
-
-    def follower(self, record: ServerRecord, from_end: bool = False) -> CommandFollower:
-        return CommandFollower(self.journal_command(time.time() if from_end else record.started))

@@ -6,7 +6,9 @@ import sys
 from typing import TYPE_CHECKING, Protocol
 
 from rigctl.config import Settings
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.state.servers import ServerView
+from rigctl.state.serving import RunningServer
+from rigctl.state.statefiles import ServerRecord
 
 if TYPE_CHECKING:  # the profiles layer is for launching: `rigctl status` needs none of it
     from rigctl.profiles.vllm_args import LaunchSpec
@@ -14,14 +16,8 @@ if TYPE_CHECKING:  # the profiles layer is for launching: `rigctl status` needs 
 SIM_COMMAND = (sys.executable, "-m", "rigctl.sim.vllm_server")
 
 
-class LogFollower(Protocol):
-    def read_new(self, limit: int = ...) -> list[str]: ...
-
-    def close(self) -> None: ...
-
-
-class Launcher(Protocol):
-    name: str
+class Launcher(ServerView, Protocol):
+    """A way to start and stop vLLM; what it can tell of a running one is its ServerView's."""
 
     def check(self, spec: LaunchSpec) -> list[str]:
         """What would make start() fail, decided before the running server is stopped."""
@@ -29,23 +25,9 @@ class Launcher(Protocol):
 
     def start(self, spec: LaunchSpec, profile: str) -> ServerRecord: ...
 
-    def serves_port(self, record: ServerRecord) -> bool | None:
-        """Is the listener on the record's port this server (True/False), or cannot it be told?"""
-        ...
-
-    def api_key(self, record: ServerRecord) -> str | None:
-        """The key the server checks, read from where the launch put it (never from rigctl's files)."""
-        ...
-
-    def alive(self, record: ServerRecord) -> bool: ...
-
-    def exit_code(self, record: ServerRecord) -> int | None: ...
-
     def stop(self, record: ServerRecord, grace: float) -> None:
         """SIGTERM (or the manager's stop), `grace`, then a kill; StopFailed if it outlives that."""
         ...
-
-    def follower(self, record: ServerRecord, from_end: bool = False) -> LogFollower: ...
 
 
 def make_launcher(settings: Settings, kind: str | None = None, sim: str | None = None) -> Launcher:
@@ -67,3 +49,12 @@ def make_launcher(settings: Settings, kind: str | None = None, sim: str | None =
 def launcher_for(record: ServerRecord, settings: Settings) -> Launcher:
     """The launcher that started `record` (it may differ from today's settings)."""
     return make_launcher(settings, record.launcher)
+
+
+def launcher_of(running: RunningServer, own: Launcher, settings: Settings) -> Launcher | None:
+    """What stops the running server find_running saw: `own` when it saw it through `own` (a
+    process launcher holds the children it started, and reaps them), else the launcher its
+    record names; None when nothing runs."""
+    if running.record is None or running.view is None:
+        return None
+    return own if running.view is own else launcher_for(running.record, settings)

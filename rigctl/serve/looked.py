@@ -4,9 +4,9 @@ before a switch, and for the last line of a switch or bench left at a second Ctr
 from __future__ import annotations
 
 from rigctl.engine.client import EngineClient
-from rigctl.serve.serving import find_running
-from rigctl.serve.statefiles import ServerRecord
 from rigctl.serve.steps import ServeContext
+from rigctl.state.serving import find_running
+from rigctl.state.statefiles import ServerRecord
 
 
 def _looked(ctx: ServeContext) -> tuple[ServerRecord | None, bool]:
@@ -15,7 +15,7 @@ def _looked(ctx: ServeContext) -> tuple[ServerRecord | None, bool]:
     record = running.record
     if record is None:
         return None, False
-    with EngineClient(record.base_url, running.launcher.api_key(record) if running.launcher else None, timeout=0.5) as client:
+    with EngineClient(record.base_url, running.view.api_key(record) if running.view else None, timeout=0.5) as client:
         probe = client.probe()
     return record, any(probe.serves(n) for n in record.served_names)
 

@@ -17,9 +17,10 @@ from rigctl.files import own_path_problem
 from rigctl.gpu.model import GpuProcess, GpuSample
 from rigctl.profiles.settings import Setting, gpus_needed
 from rigctl.profiles.vllm_args import LaunchSpec
-from rigctl.serve import discover, front_door
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.serve import front_door
 from rigctl.serve.steps import ServeContext
+from rigctl.state import discover
+from rigctl.state.statefiles import ServerRecord
 from rigctl.units import GIB
 from rigctl.vllm.memory import default_gpu_memory_utilization
 

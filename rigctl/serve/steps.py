@@ -28,12 +28,13 @@ from rigctl.profiles.settings import ResolvedSettings
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
-from rigctl.serve import boots, front_door
+from rigctl.serve import front_door
 from rigctl.serve.bootwatch import BootResult, Event, EventKind, not_started, watch_boot
 from rigctl.serve.launchers import Launcher
-from rigctl.serve.statefiles import ServerRecord, clear_record, write_record
 from rigctl.serve.verify import not_verified, run_verify
 from rigctl.serve.verify_spec import VerifySpec, spec_for
+from rigctl.state import boots
+from rigctl.state.statefiles import ServerRecord, clear_record, write_record
 from rigctl.vllm.bootfailure import capped
 from rigctl.vllm.bootlog import BootReport, Failure
 from rigctl.vllm.options import OptionTable

@@ -22,11 +22,10 @@ from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
 from rigctl.serve.drain import Drained
 from rigctl.serve.drain_step import DoorHold, drain_before_stop
-from rigctl.serve.journal import Action, SwitchStatus, append_ending, ending_of
+from rigctl.serve.ending import ending_of
+from rigctl.serve.launchers import launcher_of
 from rigctl.serve.lock import RigLock
 from rigctl.serve.looked import left_behind
-from rigctl.serve.serving import RunningServer, find_running
-from rigctl.serve.statefiles import ActiveState, ActiveStatus, read_record, read_state, write_state
 from rigctl.serve.steps import (
     Prepared,
     ServeContext,
@@ -37,6 +36,9 @@ from rigctl.serve.steps import (
     stop_server,
 )
 from rigctl.serve.verify_spec import apps_lose, tool_flags_missing
+from rigctl.state.journal import Action, SwitchStatus, append_ending
+from rigctl.state.serving import RunningServer, find_running
+from rigctl.state.statefiles import ActiveState, ActiveStatus, read_record, read_state, write_state
 from rigctl.vllm.bootlog import Failure
 
 
@@ -187,9 +189,10 @@ def _switch(
                     target,
                 )
         door.hold(ctx, record.profile if record else target)
-        if record is not None and running.launcher is not None:
+        stopper = launcher_of(running, ctx.launcher, ctx.settings)
+        if record is not None and stopper is not None:
             try:
-                drained = drain_before_stop(ctx, record, running.launcher, options.drain, door)
+                drained = drain_before_stop(ctx, record, stopper, options.drain, door)
             except KeyboardInterrupt:
                 return _refused(ctx, target, "Ctrl-C while the running requests finished", record.profile), drained
         state = _previous_state(ctx)
@@ -232,7 +235,7 @@ def _transaction(
 ) -> SwitchOutcome:
     profile, spec = prepared.profile, prepared.spec
     target = profile.name
-    record, launcher = running.record, running.launcher
+    record, launcher = running.record, launcher_of(running, ctx.launcher, ctx.settings)
     ctx.interrupt.touched = True
     if record and launcher:
         try:
@@ -366,7 +369,7 @@ def _stop(ctx: ServeContext, drain: float | None, door: DoorHold) -> tuple[Switc
             ctx.say("warning", note)
         state = _previous_state(ctx)
         last_good = state.last_good if state else None
-        record, launcher = running.record, running.launcher
+        record, launcher = running.record, launcher_of(running, ctx.launcher, ctx.settings)
         if not record or not launcher:
             _state(ctx, "stopped", None, last_good, "nothing was running")
             return SwitchOutcome("stopped", "", ExitCode.OK, "nothing was running"), drained

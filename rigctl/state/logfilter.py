@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from rigctl.serve.logtail import OWN_POLLS
+from rigctl.state.logtail import OWN_POLLS
 
 ERROR = re.compile(r"\b(ERROR|CRITICAL|Traceback|Error:|Exception|OutOfMemoryError|failed)\b")
 WARNING = re.compile(r"\bWARNING\b")

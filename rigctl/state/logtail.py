@@ -12,9 +12,9 @@ import re
 from rigctl.config import Settings
 from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_lines
-from rigctl.serve.launchers import LogFollower, launcher_for
-from rigctl.serve.logfollow import FileFollower
-from rigctl.serve.statefiles import ServerRecord, read_record
+from rigctl.state.logfollow import FileFollower
+from rigctl.state.servers import LogFollower, view_for
+from rigctl.state.statefiles import ServerRecord, read_record
 
 BATCH = 2000
 BACKLOG_BYTES = 256 * 1024  # where a viewer starts in a long log: far more than a screen of lines
@@ -45,7 +45,7 @@ class TailReader:
             self._started = True
             self.close()
             self._record = current
-            self._follower = launcher_for(current, self.settings).follower(current) if current else None
+            self._follower = view_for(current, self.settings).follower(current) if current else None
             if isinstance(self._follower, FileFollower):
                 self._follower.skip_to_tail(BACKLOG_BYTES)
             title = (

@@ -18,9 +18,9 @@ from rigctl.gateway.control import DoorSeen
 from rigctl.gateway.control import seen as door_seen
 from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_argv
-from rigctl.serve import discover
-from rigctl.serve.launchers import Launcher, launcher_for
-from rigctl.serve.statefiles import (
+from rigctl.state import discover
+from rigctl.state.servers import ServerView, view_for
+from rigctl.state.statefiles import (
     ActiveState,
     RecordRead,
     ServerRecord,
@@ -37,13 +37,13 @@ class RunningServer:
     """The server rigctl started, if one is alive, and what was noticed finding it."""
 
     record: ServerRecord | None  # alive (None: nothing of rigctl's runs)
-    launcher: Launcher | None
+    view: ServerView | None  # how to see it (serve.launchers.launcher_of gives what stops it)
     notes: tuple[str, ...] = ()  # a damaged record named, a record rebuilt
     stale: ServerRecord | None = None  # a record whose server is gone
 
 
 def find_running(
-    settings: Settings, default: Launcher | None = None, thorough: bool = True, read: RecordRead | None = None
+    settings: Settings, default: ServerView | None = None, thorough: bool = True, read: RecordRead | None = None
 ) -> RunningServer:
     """The live server of the record. When the record's server is not running (a record restored
     from a backup, or left by a crash between a start and the record's rewrite), when the record
@@ -57,9 +57,9 @@ def find_running(
     if read.damage is not None:
         notes.append(read.damage)
     if record is not None:
-        launcher = default if default is not None and record.launcher == default.name else launcher_for(record, settings)
-        if launcher.alive(record):
-            return RunningServer(record, launcher, tuple(notes))
+        view = default if default is not None and record.launcher == default.name else view_for(record, settings)
+        if view.alive(record):
+            return RunningServer(record, view, tuple(notes))
         if record.launcher != "process":  # systemd and docker name their server; no token to look for
             return RunningServer(None, None, tuple(notes), stale=record)
         stale = record
@@ -83,8 +83,7 @@ def find_running(
         notes.append(f"{found}; its record was rebuilt")
     except OSError as exc:
         notes.append(f"{found}; its record could not be rewritten: {exc.strerror or exc}")
-    launcher = launcher_for(rebuilt, settings)
-    return RunningServer(rebuilt, launcher, tuple(notes))
+    return RunningServer(rebuilt, view_for(rebuilt, settings), tuple(notes))
 
 
 def _rediscover(settings: Settings) -> tuple[ServerRecord | None, list[discover.FoundServer]]:
@@ -176,7 +175,7 @@ def observe(
     notes += running.notes
     record = running.record or running.stale
     alive = running.record is not None
-    api_key = running.launcher.api_key(record) if alive and running.launcher and record is not None else None
+    api_key = running.view.api_key(record) if alive and running.view and record is not None else None
     if alive and probe is None and record is not None:
         with EngineClient(record.base_url, api_key, timeout=1.0) as client:
             probe = client.probe()

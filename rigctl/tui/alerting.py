@@ -15,8 +15,8 @@ from rigctl.config import Settings
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.record.background import BackgroundRecorder
-from rigctl.serve.serving import ServingStatus
 from rigctl.severity import NotifySeverity, for_notify
+from rigctl.state.serving import ServingStatus
 from rigctl.watch.sink import AlertSink
 
 

@@ -24,8 +24,8 @@ from rigctl.record.background import BackgroundRecorder
 from rigctl.record.derive import Regression
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event, to_both
-from rigctl.serve.serving import observe
 from rigctl.serve.steps import ServeContext
+from rigctl.state.serving import observe
 from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import SwitchProgress
 from rigctl.tui.palette import rig_commands

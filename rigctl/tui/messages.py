@@ -8,9 +8,9 @@ from rigctl.bench.live import LiveBench
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.serve.bootwatch import Event
-from rigctl.serve.logtail import TailReader
-from rigctl.serve.serving import ServingStatus
 from rigctl.serve.switch import SwitchOutcome
+from rigctl.state.logtail import TailReader
+from rigctl.state.serving import ServingStatus
 
 
 class Polled(Message):

@@ -18,7 +18,7 @@ from rigctl.bench.live import read_live
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigSnapshot
 from rigctl.monitor import Monitor
-from rigctl.serve.serving import ServingStatus
+from rigctl.state.serving import ServingStatus
 from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import Polled
 from rigctl.tui.screens.dashboard import DashboardScreen

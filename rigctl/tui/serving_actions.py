@@ -13,12 +13,12 @@ from rigctl.bench.live import read_live, settle
 from rigctl.errors import RigctlError
 from rigctl.jsonio import DamagedFile
 from rigctl.serve import switch as transaction
-from rigctl.serve.boots import expected_boot, read_all
 from rigctl.serve.cost import SwitchCost, switch_cost
 from rigctl.serve.lock import rig_held_by
-from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
+from rigctl.state.boots import expected_boot, read_all
+from rigctl.state.statefiles import read_record
 from rigctl.tui.messages import SwitchFinished, SwitchProgress
 from rigctl.tui.polling import PollingApp
 from rigctl.tui.screens.boot import BootScreen

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigctl.alerts.model import Alert
-from rigctl.serve.serving import ServingStatus
-from rigctl.serve.statefiles import owner_alive
+from rigctl.state.serving import ServingStatus
+from rigctl.state.statefiles import owner_alive
 
 HOUR_S = 3600.0
 

@@ -17,10 +17,10 @@ from rigctl.engine.client import Probe
 from rigctl.gpu.nvml import NvmlBackend
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
-from rigctl.serve.serving import ServingStatus, observe
-from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
 from rigctl.sim.rigspec import load_rig
+from rigctl.state.serving import ServingStatus, observe
+from rigctl.state.statefiles import read_record
 from tests.support.fake_nvml import FakeNvmlLib, installed
 
 
@@ -101,7 +101,7 @@ def test_the_monitor_looks_again_when_the_state_file_changes_though_the_engine_a
     (a death in them went unsaid: CI's failure of test_supervisor)."""
     from rigctl.monitor import Monitor
     from rigctl.proc import start_id
-    from rigctl.serve.statefiles import read_state, write_state
+    from rigctl.state.statefiles import read_state, write_state
 
     assert transaction.switch(serve_ctx, "good").status == "switched"
     monitor = Monitor(None, load_settings())

@@ -9,7 +9,7 @@ from pathlib import Path
 from rigctl import fmt
 from rigctl.bench.eta import STOP_S, Estimate, RunClock, before_the_run, last_boots
 from rigctl.bench.live import ArmProgress, Phase
-from rigctl.serve import boots
+from rigctl.state import boots
 
 ARMS = [("control", "a"), ("candidate", "b"), ("control", "a")]
 

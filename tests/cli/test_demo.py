@@ -14,7 +14,7 @@ from rigctl.cli.tui import DEMO_FAILS, DEMO_TOO_LONG, prepare_demo_home
 from rigctl.errors import ExitCode
 from rigctl.profiles.schema import ProfileError
 from rigctl.serve import switch as transaction
-from rigctl.serve.statefiles import read_record
+from rigctl.state.statefiles import read_record
 
 
 def test_demo_profiles_switch_and_roll_back(monkeypatch: pytest.MonkeyPatch) -> None:

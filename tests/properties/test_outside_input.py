@@ -29,8 +29,8 @@ from rigctl.fit.advise import layouts, recommend
 from rigctl.fit.build import inputs_for
 from rigctl.fit.inputs import LaunchOptions
 from rigctl.record.prometheus import range_result, rows_of
-from rigctl.serve.boots import BootRecord
-from rigctl.serve.statefiles import ActiveState, ServerRecord
+from rigctl.state.boots import BootRecord
+from rigctl.state.statefiles import ActiveState, ServerRecord
 from rigctl.vllm.bootlog import read_bootlog
 from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 from rigctl.vllm.model import dims_from_config, load_dims
@@ -463,7 +463,7 @@ def test_a_hostile_state_file_is_a_record_or_named_damaged(
     )
 )
 def test_a_state_file_of_any_text_is_read_or_named_damaged(text: str) -> None:
-    from rigctl.serve.statefiles import ServerRecord as Record
+    from rigctl.state.statefiles import ServerRecord as Record
 
     with tempfile.TemporaryDirectory() as where:
         path = Path(where) / "server.json"

@@ -12,7 +12,7 @@ from rigctl.bench.live import LiveWriter, read_ended
 from rigctl.engine.metrics import EngineSnapshot
 from rigctl.record.recorder import BenchTags, boot_key
 from rigctl.record.rows import BENCH_TAG
-from rigctl.serve.statefiles import ServerRecord
+from rigctl.state.statefiles import ServerRecord
 
 
 def server(started: float, boot: str) -> ServerRecord:

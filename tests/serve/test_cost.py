@@ -11,7 +11,7 @@ import pytest
 from rigctl.profiles.schema import ProfileError
 from rigctl.serve import switch as transaction
 from rigctl.serve.cost import switch_cost
-from rigctl.serve.statefiles import read_record
+from rigctl.state.statefiles import read_record
 
 SHIPPED = sorted(
     p.stem

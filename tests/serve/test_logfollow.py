@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigctl.serve.logfollow import FileFollower
+from rigctl.state.logfollow import FileFollower
 
 
 def test_lines_arrive_whole_as_the_file_grows(tmp_path: Path) -> None:

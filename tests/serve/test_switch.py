@@ -16,13 +16,13 @@ import pytest
 
 from rigctl.errors import ExitCode
 from rigctl.profiles.schema import ProfileError
-from rigctl.serve import boots
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event
 from rigctl.serve.lock import RigBusyError
-from rigctl.serve.statefiles import read_record, read_state
 from rigctl.serve.steps import ServeContext
 from rigctl.sim.claims import default_claims_dir, write_claim
+from rigctl.state import boots
+from rigctl.state.statefiles import read_record, read_state
 from rigctl.units import MIB
 from tests.support import present
 from tests.support.serving import UNPREDICTED_MODEL, add_profile

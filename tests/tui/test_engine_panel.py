@@ -15,8 +15,8 @@ import pytest
 from rigctl.cli import main
 from rigctl.cli.serving import make_context
 from rigctl.serve import switch as transaction
-from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
+from rigctl.state.statefiles import read_record
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from tests.support import present
 from tests.tui.helpers import app_for, poll

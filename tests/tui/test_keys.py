@@ -12,8 +12,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from rigctl.serve import switch as transaction
-from rigctl.serve.statefiles import read_record
 from rigctl.serve.steps import ServeContext
+from rigctl.state.statefiles import read_record
 from rigctl.tui.app import HELP_SCOPES, RigApp
 from rigctl.tui.messages import Polled, SwitchFinished
 from rigctl.tui.screens.boot import BootScreen

@@ -9,9 +9,9 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from rigctl.gpu.sampler import RigSampler
-from rigctl.serve.logfilter import LogFilter, level_of
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
+from rigctl.state.logfilter import LogFilter, level_of
 from rigctl.tui.app import make_app
 from rigctl.tui.messages import LogLines
 from rigctl.tui.screens.logs import LogScreen

@@ -10,9 +10,9 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from rigctl.gpu.sampler import RigSampler
-from rigctl.serve.statefiles import ActiveState, write_state
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
+from rigctl.state.statefiles import ActiveState, write_state
 from rigctl.tui.app import RigApp, make_app
 from rigctl.tui.screens.profiles import ProfilesScreen
 from tests.tui.helpers import poll, settle

@@ -15,8 +15,8 @@ from textual.widgets import DataTable, Static, TabbedContent
 from rigctl.bench.rawdir import bench_dir
 from rigctl.record.store import RecordWriter
 from rigctl.serve import switch as transaction
-from rigctl.serve.boots import BootRecord, append
 from rigctl.serve.steps import ServeContext
+from rigctl.state.boots import BootRecord, append
 from rigctl.tui.app import SCREENS
 from tests.record.test_derive import row
 from tests.support.config_file import write_config

@@ -11,9 +11,9 @@ from pathlib import Path
 from textual.widgets import DataTable
 
 from rigctl.gpu.sampler import RigSampler
-from rigctl.serve.boots import boots_file
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import load_rig
+from rigctl.state.boots import boots_file
 from rigctl.tui.app import make_app
 from rigctl.tui.worker_errors import SaysWorkerErrors, error_log_path
 from tests.tui.helpers import Seen, settle

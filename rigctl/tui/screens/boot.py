@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from rigctl.serve.boots import BootEstimate
+from rigctl.state.boots import BootEstimate
 from rigctl.tui.widgets.server_log import ServerLog
 
 STEPS_SHOWN = 8  # phases of a boot shown at once

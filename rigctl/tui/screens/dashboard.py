@@ -13,8 +13,8 @@ from rigctl.bench.live import LiveBench
 from rigctl.config import Settings
 from rigctl.engine.poller import EngineState
 from rigctl.gpu.model import RigInfo, RigSnapshot
-from rigctl.serve.logtail import TailReader
-from rigctl.serve.serving import ServingStatus
+from rigctl.state.logtail import TailReader
+from rigctl.state.serving import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar

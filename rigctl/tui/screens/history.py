@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from rigctl import fmt
-from rigctl.serve.boots import BootRecord, read_all
+from rigctl.state.boots import BootRecord, read_all
 from rigctl.tui.widgets.columns import clear_with_columns
 from rigctl.tui.worker_errors import SaysWorkerErrors
 

@@ -23,8 +23,8 @@ from rigctl.profiles.summary import Change, knobs, launch_diff
 from rigctl.profiles.text import show_text
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
-from rigctl.serve.boots import BootRecord, read_history
-from rigctl.serve.statefiles import active_profile_name
+from rigctl.state.boots import BootRecord, read_history
+from rigctl.state.statefiles import active_profile_name
 from rigctl.tui.widgets.columns import clear_with_columns
 from rigctl.tui.worker_errors import SaysWorkerErrors
 from rigctl.vllm.options import OptionTable

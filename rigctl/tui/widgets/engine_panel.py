@@ -10,7 +10,7 @@ from rich.text import Text
 from rigctl import fmt
 from rigctl.engine.poller import EngineState
 from rigctl.engine.report import quantiles
-from rigctl.serve.serving import ServingStatus
+from rigctl.state.serving import ServingStatus
 from rigctl.tui.levels import level
 from rigctl.tui.ringbuffer import RingBuffer
 from rigctl.tui.widgets.bars import level_style, meter_line, spark, theme_style

@@ -16,8 +16,8 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from rigctl.config import Settings
-from rigctl.serve.logfilter import LogFilter
-from rigctl.serve.logtail import TailReader
+from rigctl.state.logfilter import LogFilter
+from rigctl.state.logtail import TailReader
 from rigctl.tui.messages import LogLines
 from rigctl.tui.widgets.server_log import LogHighlighter, ServerLog
 from rigctl.tui.widgets.tail_view import TailView

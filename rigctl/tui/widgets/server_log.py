@@ -6,7 +6,7 @@ from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.widgets import Log
 
-from rigctl.serve.logfilter import level_of
+from rigctl.state.logfilter import level_of
 
 MAX_LINES = 5000
 

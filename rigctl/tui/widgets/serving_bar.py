@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rigctl.bench.live import LiveBench
-from rigctl.serve.serving import ServingStatus
+from rigctl.state.serving import ServingStatus
 from rigctl.tui.widgets.text_line import TextLine
 
 
