@@ -1,4 +1,6 @@
-"""engine/http_get.py (rigctl's own GET) against a kept-alive httpx.Client, the library it replaces.
+"""engine/http_get.py (rigctl's own GET) against a kept-alive httpx.Client, the library it replaces,
+and against the standard library's kept-alive http.client.HTTPConnection (what the verification's
+POSTs use).
 
 What a user beside vLLM pays for each, measured in one run against the same server on
 127.0.0.1 serving a vLLM-sized /metrics (a real 0.32 CPU-build scrape, 54 KB):
@@ -65,6 +67,8 @@ def scrape_us(get: object, runs: int = 5, count: int = 300) -> float:
 
 
 def main() -> None:
+    import http.client
+
     import httpx
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -76,16 +80,26 @@ def main() -> None:
     assert ours.get("/metrics") == (200, BODY) and theirs.get(url).content == BODY
     lean = scrape_us(lambda: ours.get("/metrics"))
     library = scrape_us(lambda: theirs.get(url).content)
+    stdlib_connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5.0)
+
+    def stdlib_get() -> bytes:
+        stdlib_connection.request("GET", "/metrics")
+        return stdlib_connection.getresponse().read()
+
+    assert stdlib_get() == BODY
+    stdlib = scrape_us(stdlib_get)
     bare = import_ms("sys")
     print(f"python {sys.version.split()[0]}, {len(BODY):,} byte /metrics, {time.strftime('%Y-%m-%d %H:%M')}")
     print(
         f"scrape  rigctl's HttpGet: {lean:.0f} us CPU a GET; httpx.Client kept alive: {library:.0f} us; "
         f"{library / lean:.1f}x; at one scrape a second the difference is {(library - lean) / 1e4:.3f}% of a core"
     )
+    print(f"scrape  http.client.HTTPConnection kept alive: {stdlib:.0f} us; {stdlib / lean:.1f}x rigctl's")
     figure("http.get.rigctl", f"{lean:,.0f} us")
+    figure("http.get.stdlib", f"{stdlib:,.0f} us")
     figure("http.get.httpx", f"{library:,.0f} us")
     figure("http.get.core_pct", f"{lean / 1e4:.2f}%")
-    for module, key in (("rigctl.engine.http_get", "rigctl"), ("httpx", "httpx")):
+    for module, key in (("rigctl.engine.http_get", "rigctl"), ("http.client", "stdlib"), ("httpx", "httpx")):
         took = import_ms(module) - bare
         print(f"import  {module}: {took:.0f} ms above a bare interpreter")
         figure(f"http.import.{key}", f"{took:.0f} ms")

@@ -14,7 +14,8 @@ import os
 import select
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Protocol
 
@@ -81,3 +82,29 @@ class StopOnSignal:
         signal.set_wakeup_fd(self._previous_wakeup)
         os.close(self._read)
         os.close(self._write)
+
+
+@contextmanager
+def two_stage_interrupt(first: Callable[[], bool], *, sigterm: bool = False) -> Iterator[None]:
+    """Ctrl-C in two stages, the way every long command of rigctl takes it: the first calls `first`,
+    which starts an orderly stop (a rollback, the control put back) and says so, and returns False
+    where there is nothing to stop in order; then, and at a second Ctrl-C, KeyboardInterrupt: leave
+    now. `sigterm`: SIGTERM (systemd, a kill) counts as a Ctrl-C. The handlers in place before are
+    put back at the end. `first` runs in the signal handler: it may set a flag, never take a lock."""
+    pressed = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal pressed
+        if pressed:
+            raise KeyboardInterrupt
+        pressed = True
+        if not first():
+            raise KeyboardInterrupt
+
+    taken = (signal.SIGINT, signal.SIGTERM) if sigterm else (signal.SIGINT,)
+    previous = {sig: signal.signal(sig, on_signal) for sig in taken}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -7,7 +7,6 @@ Exit codes: 0 promote, 5 reject, 6 inconclusive, 2 bad plan (nothing switched), 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 from dataclasses import asdict
@@ -26,6 +25,7 @@ from rigctl.cli.bench_console import Console
 from rigctl.cli.serving import make_context
 from rigctl.errors import BadInputError
 from rigctl.serve.looked import serving_name
+from rigctl.signals import two_stage_interrupt
 
 if TYPE_CHECKING:
     from rigctl.bench.eta import Estimate
@@ -135,13 +135,12 @@ def _bench(args: argparse.Namespace, name: str) -> int:
         console.say(f"note: {earlier.note(None)}; this bench puts its own control back")
     stop = threading.Event()
 
-    def on_ctrl_c(signum: int, frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
+    def on_ctrl_c() -> bool:
         stop.set()
         if ctx.interrupt.touched:
             ctx.interrupt.press()  # a boot under way stops and the switch rolls back
         console.say("Ctrl-C: stopping the bench; the control profile will be put back (Ctrl-C again to leave at once)")
+        return True
 
     try:
         checked = check_plan(ctx, plan)
@@ -150,17 +149,12 @@ def _bench(args: argparse.Namespace, name: str) -> int:
         # SIGTERM (systemd, a kill) as the first Ctrl-C: the run stops and the control goes back;
         # the handler sets an Event nobody waits on (only is_set() is asked), so it takes no lock
         # another holder could hold
-        previous = signal.signal(signal.SIGINT, on_ctrl_c)
-        previous_term = signal.signal(signal.SIGTERM, on_ctrl_c)
-        try:
+        with two_stage_interrupt(on_ctrl_c, sigterm=True):
             if earlier is not None and earlier.cut_short:
                 settle(earlier, f"rigctl bench {plan.name} started after it")
             result = run_bench(
                 ctx, checked, keep_candidate=args.keep_candidate, on_progress=console.progress, stop=stop, lock_wait=args.wait
             )
-        finally:
-            signal.signal(signal.SIGINT, previous)
-            signal.signal(signal.SIGTERM, previous_term)
     finally:
         if ctx.sampler:
             ctx.sampler.close()
@@ -275,20 +269,16 @@ def _calibrate(args: argparse.Namespace, name: str) -> int:
     ctx = make_context(args, console.event)
     stop = threading.Event()
 
-    def on_ctrl_c(signum: int, frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
+    def on_ctrl_c() -> bool:
         stop.set()
         console.say("Ctrl-C: stopping; the control serves again at the end (Ctrl-C again to leave at once)")
+        return True
 
-    previous = signal.signal(signal.SIGINT, on_ctrl_c)
-    previous_term = signal.signal(signal.SIGTERM, on_ctrl_c)  # as the first Ctrl-C (see _bench)
     try:
-        checked = check_plan(ctx, plan)
-        done = calibrate(ctx, checked, args.runs, on_progress=console.progress, stop=stop, lock_wait=args.wait)
+        with two_stage_interrupt(on_ctrl_c, sigterm=True):  # SIGTERM as the first Ctrl-C (see _bench)
+            checked = check_plan(ctx, plan)
+            done = calibrate(ctx, checked, args.runs, on_progress=console.progress, stop=stop, lock_wait=args.wait)
     finally:
-        signal.signal(signal.SIGINT, previous)
-        signal.signal(signal.SIGTERM, previous_term)
         if ctx.sampler:
             ctx.sampler.close()
     metric = plan.gate.metric

@@ -7,7 +7,6 @@ Exit codes: 0 switched; 2 invalid profile (nothing touched); 3 failed and rolled
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from rigctl.serve.bootwatch import BootResult, Event
 from rigctl.serve.launchers import SIM_COMMAND, make_launcher
 from rigctl.serve.looked import serving_name
 from rigctl.serve.steps import ServeContext
+from rigctl.signals import two_stage_interrupt
 from rigctl.state.serving import find_running
 
 
@@ -175,22 +175,22 @@ def _report(args: argparse.Namespace, outcome: transaction.SwitchOutcome) -> int
 def _run(args: argparse.Namespace, action: Callable[[ServeContext], transaction.SwitchOutcome]) -> int:
     ctx = make_context(args, None if args.json else Progress(args.verbose))
 
-    def on_ctrl_c(signum: int, frame: object) -> None:
+    def on_ctrl_c() -> bool:
         if ctx.interrupt.press():
-            raise KeyboardInterrupt
+            return False  # nothing stopped or started yet: leave at once
         print("Ctrl-C: stopping the new boot and rolling back (Ctrl-C again to leave at once)", file=sys.stderr, flush=True)
+        return True
 
     cut = read_live()
     if cut is not None and cut.cut_short:
         print(f"note: {cut.note(serving_name(ctx))}", file=sys.stderr, flush=True)
-    previous = signal.signal(signal.SIGINT, on_ctrl_c)
     try:
-        outcome = action(ctx)
-        if cut is not None and cut.cut_short and outcome.status != "refused":
-            settle(cut, f"rigctl {args.command} {outcome.target}".rstrip())  # the owner chose what serves now
+        with two_stage_interrupt(on_ctrl_c):
+            outcome = action(ctx)
+            if cut is not None and cut.cut_short and outcome.status != "refused":
+                settle(cut, f"rigctl {args.command} {outcome.target}".rstrip())  # the owner chose what serves now
         return _report(args, outcome)
     finally:
-        signal.signal(signal.SIGINT, previous)
         if ctx.sampler:
             ctx.sampler.close()
 

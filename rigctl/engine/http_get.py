@@ -1,5 +1,12 @@
-"""HTTP/1.1 GET over one kept-alive socket (TLS for https): what rigctl needs to ask a vLLM,
-and nothing else. The one HTTP path of engine/client.py.
+"""HTTP/1.1 GET over one kept-alive socket (TLS for https): what rigctl needs to ask a vLLM or
+a Prometheus, and nothing else. The one GET of rigctl's core: engine/client.py and the record's
+Prometheus reader (record/prometheus.py) use it; the bench's streaming load is httpx's (async,
+the client the apps use), the capture proxy httpcore's.
+
+Against the standard library's kept-alive http.client (benchmarks/bench_http.py, same run): it
+costs 0.7x the CPU a scrape, and it gives what http.client does not: one deadline for the whole
+answer (a server trickling a byte at a time cannot hold the caller past its timeout, where
+http.client's timeout is per read) and a bound on the body's size before it is read.
 
 Kept instead of httpx by measurement (benchmarks/bench_http.py, same server, same run):
 importing httpx costs `rigctl status` more than everything else it imports (its CLI module,
@@ -26,13 +33,27 @@ class ProtocolError(Exception):
     """The peer answered, but not with HTTP/1.x this reader understands."""
 
 
+class BodyTooLarge(ProtocolError):
+    """The answer is larger than the caller takes (max_body)."""
+
+
 class StaleConnection(Exception):
     """A kept-alive connection the server had closed: nothing was answered on it."""
 
 
 class HttpGet:
-    def __init__(self, host: str, port: int, timeout: float, headers: dict[str, str], tls: bool | ssl.SSLContext = False) -> None:
-        """`tls`: True for the system's CAs, or a context of one's own (a self-signed vLLM)."""
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout: float,
+        headers: dict[str, str],
+        tls: bool | ssl.SSLContext = False,
+        max_body: int = MAX_BODY,
+    ) -> None:
+        """`tls`: True for the system's CAs, or a context of one's own (a self-signed vLLM);
+        `max_body`: a larger answer is a BodyTooLarge."""
+        self._max_body = max_body
         self._address = (host, port)
         self._timeout = timeout
         self._tls: ssl.SSLContext | None = None
@@ -99,8 +120,10 @@ class HttpGet:
             body = self._chunked()
         elif "content-length" in headers:
             length = headers["content-length"]
-            if not length.isdigit() or int(length) > MAX_BODY:
+            if not length.isdigit():
                 raise ProtocolError(f"bad Content-Length: {length[:20]!r}")
+            if int(length) > self._max_body:
+                raise BodyTooLarge(f"the answer is larger than {self._max_body // 2**20} MiB")
             body = self._read_exactly(int(length))
         else:  # the body runs to the end of the connection
             body, keep = self._read_to_close(), False
@@ -163,16 +186,16 @@ class HttpGet:
                     pass
                 return b"".join(parts)
             total += size
-            if total > MAX_BODY:
-                raise ProtocolError("body too large")
+            if total > self._max_body:
+                raise BodyTooLarge(f"the answer is larger than {self._max_body // 2**20} MiB")
             parts.append(self._read_exactly(size))
             if self._read_exactly(2) != b"\r\n":
                 raise ProtocolError("chunk not followed by CRLF")
 
     def _read_to_close(self) -> bytes:
         while self._fill():
-            if len(self._buffer) > MAX_BODY:
-                raise ProtocolError("body too large")
+            if len(self._buffer) > self._max_body:
+                raise BodyTooLarge(f"the answer is larger than {self._max_body // 2**20} MiB")
         out = bytes(self._buffer)
         self._buffer.clear()
         return out

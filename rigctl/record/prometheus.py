@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from bisect import bisect_right
 from collections import defaultdict
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
+from rigctl.engine.http_get import BodyTooLarge, HttpGet, ProtocolError
 from rigctl.engine.metrics import snapshot
 from rigctl.engine.prom import Exposition, Labels
 from rigctl.errors import RigctlError
@@ -107,27 +108,26 @@ class PrometheusSource:
         return out
 
     def api(self, path: str, params: dict[str, Any]) -> Any:
-        """The JSON of GET /api/v1/`path`: bounded in size and time; RigctlError in one line."""
-        import httpx
-
+        """The JSON of GET /api/v1/`path`: bounded in size and time (the engine's own client, whose
+        deadline holds for the whole answer: a Prometheus that trickles cannot hold `report`);
+        RigctlError in one line."""
         where = f"Prometheus at {self.url}"
-        deadline = time.monotonic() + self.timeout
-        chunks: list[bytes] = []
-        size = 0
+        parts = urlsplit(self.url)
+        https = parts.scheme == "https"
+        client = HttpGet(
+            parts.hostname or "127.0.0.1", parts.port or (443 if https else 80), self.timeout, {}, tls=https, max_body=ANSWER_LIMIT
+        )
         try:
-            with httpx.stream("GET", f"{self.url}/api/v1/{path}", timeout=self.timeout, params=params) as answer:
-                for chunk in answer.iter_bytes():
-                    size += len(chunk)
-                    if size > ANSWER_LIMIT:
-                        raise RigctlError(
-                            f"{where}: the answer is larger than {ANSWER_LIMIT // 2**20} MiB; ask for a shorter --since"
-                        )
-                    if time.monotonic() > deadline:
-                        raise RigctlError(f"{where}: no complete answer within {self.timeout:g} s")
-                    chunks.append(chunk)
-                status = answer.status_code
-        except httpx.HTTPError as exc:
+            status, raw = client.get(f"{parts.path.rstrip('/')}/api/v1/{path}?{urlencode(params)}")
+        except BodyTooLarge as exc:
+            raise RigctlError(f"{where}: {exc}; ask for a shorter --since") from None
+        except TimeoutError as exc:
+            raise RigctlError(f"{where}: {exc}") from None
+        except (OSError, ProtocolError) as exc:
             raise RigctlError(f"{where} did not answer: {exc}") from exc
+        finally:
+            client.close()
+        chunks = [raw] if raw else []
         try:
             body = loads_strict(b"".join(chunks)) if chunks else None
         except (ValueError, RecursionError):

@@ -66,3 +66,13 @@ class LogLines(Message):
     def __init__(self, lines: list[str]) -> None:
         super().__init__()
         self.lines = lines
+
+
+class SwitchRequested(Message):
+    """A screen asks for a switch to `profile` (the app asks first, showing its cost); `detail`: the
+    launch diff that stands in when the cost cannot be had. Screens post this, never call the app."""
+
+    def __init__(self, profile: str, detail: str = "") -> None:
+        super().__init__()
+        self.profile = profile
+        self.detail = detail

@@ -19,7 +19,7 @@ from rigctl.serve.steps import ServeContext
 from rigctl.serve.switch import SwitchOutcome
 from rigctl.state.boots import expected_boot, read_all
 from rigctl.state.statefiles import read_record
-from rigctl.tui.messages import SwitchFinished, SwitchProgress
+from rigctl.tui.messages import SwitchFinished, SwitchProgress, SwitchRequested
 from rigctl.tui.polling import PollingApp
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import CUT, ConfirmScreen
@@ -62,6 +62,9 @@ class ServingApp(PollingApp):
         computed off the UI thread; `detail` stands in when the cost cannot be had."""
         if self._can_serve():
             self._cost_of_switch(name, detail)
+
+    def on_switch_requested(self, message: SwitchRequested) -> None:
+        self.request_switch(message.profile, message.detail)
 
     @work(thread=True, group="cost", exclusive=True, exit_on_error=False, description="What a switch costs")
     def _cost_of_switch(self, name: str, detail: str) -> None:

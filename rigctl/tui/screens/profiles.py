@@ -25,6 +25,7 @@ from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.state.boots import BootRecord, read_history
 from rigctl.state.statefiles import active_profile_name
+from rigctl.tui.messages import SwitchRequested
 from rigctl.tui.widgets.columns import clear_with_columns
 from rigctl.tui.worker_errors import SaysWorkerErrors
 from rigctl.vllm.options import OptionTable
@@ -203,4 +204,4 @@ class ProfilesScreen(SaysWorkerErrors, Screen[None]):
         detail = ""
         if active and active.spec and active.name != entry.name:
             detail = diff_text(launch_diff(active.spec, entry.spec), active.name)
-        self.app.request_switch(entry.name, detail)  # type: ignore[attr-defined]
+        self.post_message(SwitchRequested(entry.name, detail))  # bubbles to the app, which asks first
