@@ -4,7 +4,7 @@ Prometheus reader (record/prometheus.py) use it; the bench's streaming load is h
 the client the apps use), the capture proxy httpcore's.
 
 Against the standard library's kept-alive http.client (benchmarks/bench_http.py, same run): it
-costs 0.7x the CPU a scrape, and it gives what http.client does not: one deadline for the whole
+costs a little less CPU a scrape (0.7x and 0.9x in two runs), and it gives what http.client does not: one deadline for the whole
 answer (a server trickling a byte at a time cannot hold the caller past its timeout, where
 http.client's timeout is per read) and a bound on the body's size before it is read.
 
