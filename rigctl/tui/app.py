@@ -18,10 +18,8 @@ from rigctl.bench.launch import LaunchedBench
 from rigctl.bench.live import read_live
 from rigctl.config import Settings, load_settings
 from rigctl.gpu.sampler import RigSampler
-from rigctl.monitor import Monitor
+from rigctl.observe.pipeline import LivePipeline
 from rigctl.profiles.vllm_version import OptionTables
-from rigctl.record.background import BackgroundRecorder
-from rigctl.record.derive import Regression
 from rigctl.serve import switch as transaction
 from rigctl.serve.bootwatch import Event, to_both
 from rigctl.serve.steps import ServeContext
@@ -112,7 +110,10 @@ class RigApp(ServingApp):
         self._wake = threading.Event()
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0
-        self.monitor = Monitor(sampler, self.settings)
+        # the one live pipeline `rigctl watch` runs too: this app renders its ticks, and keeps the
+        # record only while no watch service does
+        self.pipeline = LivePipeline(sampler, self.settings, self._record_note, service=False, record=record)
+        self.monitor = self.pipeline.monitor
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
         self.profiles = ProfilesScreen(
@@ -125,8 +126,7 @@ class RigApp(ServingApp):
         self.trends = TrendsScreen(id="trends")
         self.rigs = RigsScreen(id="rigs")
         self.boot: BootScreen | None = None
-        self.recorder = BackgroundRecorder(self.settings, self._hit_rate_fell, self._record_note) if record else None
-        self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.settings, self.recorder)
+        self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.pipeline)
 
     def _switch_event(self, event: Event) -> None:
         self.post_message(SwitchProgress(event))  # from the switch's thread: Textual's messages are thread-safe
@@ -140,11 +140,9 @@ class RigApp(ServingApp):
             self._poll_loop_worker = self._poll_loop(self.poll_interval, max(self.poll_interval, self.settings.metrics_interval))
         else:
             self.poll_now()
-        if self.recorder is not None:
-            if self.recorder.start():
-                self.monitor.record_to = self.recorder.offer  # the dashboard's poll feeds the record
-            elif self.recorder.problem:  # (the watch service keeping it is fine: it records for us)
-                self.notify(self.recorder.problem, severity="warning", timeout=15)
+        problem = self.pipeline.start_record()  # (the watch service keeping it is fine: it records for us)
+        if problem:
+            self.notify(problem, severity="warning", timeout=15)
         cut = read_live()
         if cut is not None and cut.cut_short:
             self.notify(cut.note(observe(self.settings).active_profile), title="bench cut short", severity="warning", timeout=30)
@@ -153,18 +151,13 @@ class RigApp(ServingApp):
 
     def on_unmount(self) -> None:
         self._wake.set()  # the poll loop sees it is cancelled now, not at its next tick
-        self.monitor.close()
-        self.alerts.close()
-        if self.recorder is not None:
-            self.recorder.stop()
+        self.pipeline.close()
 
-    # From the recorder's thread (App.notify is thread-safe): trouble with the record, once while it
-    # lasts; a hit-rate regression, once per boot.
+    # From the record's thread (App.notify is thread-safe): trouble with the record, once while it
+    # lasts, and the hand-over to a watch service. (A hit-rate regression is an alert: judged with
+    # the next tick.)
     def _record_note(self, text: str) -> None:
         self.notify(text, title="serving record", severity="warning", timeout=15)
-
-    def _hit_rate_fell(self, regression: Regression) -> None:
-        self.call_from_thread(self.alerts.on_regression, regression.describe())
 
     # -- navigation ------------------------------------------------------------------
 

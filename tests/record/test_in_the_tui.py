@@ -11,8 +11,7 @@ import pytest
 from textual.widgets import Static, TabbedContent
 
 from rigctl.config import load_settings
-from rigctl.record.background import BackgroundRecorder
-from rigctl.record.derive import Regression
+from rigctl.observe.pipeline import LivePipeline
 from rigctl.record.reader import RecordReader
 from rigctl.record.store import RecorderBusy, RecordWriter
 from tests.record.test_derive import row
@@ -49,31 +48,36 @@ def test_the_history_screen_has_a_served_tab_with_the_report(isolated_dirs: Path
     asyncio.run(scenario())
 
 
-def test_the_background_recorder_notifies_once_per_boot_and_stands_aside_for_another(
+def test_the_live_pipeline_judges_a_regression_once_per_boot_and_stands_aside_for_another(
     isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The TUI's pipeline: a row whose boot collapsed the hit rate is an alert at the next tick's
+    judgement, once; a second TUI's keeper waits for the record rather than failing, and takes it
+    when the first lets go."""
     import time
 
     import rigctl.record.regression_watch as regression_watch
 
     monkeypatch.setattr(regression_watch, "CHECK_EVERY_S", 0.0)
-    said: list[Regression] = []
-    recorder = BackgroundRecorder(load_settings(), said.append)
-    assert recorder.start() and recorder.recording
-    assert recorder._writer is not None
-    rows = fill(recorder._writer, time.time())
-    recorder._row(rows[-1])
-    recorder._row(rows[-1])  # judged: said once
-    assert len(said) == 1 and said[0].previous == "good" and said[0].current == "nocache"
-    second = BackgroundRecorder(load_settings(), said.append)
-    assert second.start() and not second.recording  # it waits, it does not fail
-    assert second.busy_note and "another recorder (pid " in second.busy_note
-    recorder.stop()
+    pipeline = LivePipeline(None, load_settings(), lambda text: None, service=False)
+    assert pipeline.start_record() is None and pipeline.keeper.recording
+    assert pipeline.keeper.writer is not None
+    rows = fill(pipeline.keeper.writer, time.time())
+    pipeline.keeper.on_row(rows[-1])
+    pipeline.keeper.on_row(rows[-1])  # judged: said once
+    changes = pipeline.judge()
+    assert [c.alert.kind for c in changes] == ["hit-rate"] and changes[0].state == "fired", changes
+    assert "fell from 97.0% (good) to 5.0% (nocache)" in changes[0].alert.text
+    assert pipeline.judge() == []
+    second = LivePipeline(None, load_settings(), lambda text: None, service=False)
+    assert second.start_record() is None and not second.keeper.recording  # it waits, it does not fail
+    assert second.keeper.busy_note and "another recorder (pid " in second.keeper.busy_note
+    pipeline.close()
     deadline = time.monotonic() + 30
-    while not second.recording and time.monotonic() < deadline:  # the first let go: it takes the record
+    while not second.keeper.recording and time.monotonic() < deadline:  # the first let go: it takes the record
         time.sleep(0.1)
-    assert second.recording and second.busy_note is None
-    second.stop()
+    assert second.keeper.recording and second.keeper.busy_note is None
+    second.close()
 
 
 def test_the_app_records_while_it_runs_and_lets_go_when_it_quits(isolated_dirs: Path) -> None:
@@ -87,7 +91,7 @@ def test_the_app_records_while_it_runs_and_lets_go_when_it_quits(isolated_dirs: 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
-            assert app.recorder is not None and app.recorder.busy_note is None
+            assert app.pipeline.keeper.recording and app.pipeline.keeper.busy_note is None
             with pytest.raises(RecorderBusy, match="another recorder"):
                 RecordWriter()  # the app holds the record
 
@@ -111,8 +115,8 @@ def test_a_damaged_record_is_said_once_and_the_tui_goes_on(isolated_dirs: Path) 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24), message_hook=seen) as pilot:
             await pilot.pause()
-            assert app.recorder is not None and app.recorder.problem is not None
-            assert "move it away and a new record starts" in app.recorder.problem
+            problem = app.pipeline.background.problem if app.pipeline.background else None
+            assert problem is not None and "move it away and a new record starts" in problem
             assert seen.notified("the serving record is not kept")
             await pilot.press("d")
             assert app.screen.id == "dashboard"
@@ -126,7 +130,6 @@ def test_in_the_tui_the_dashboards_own_engine_poll_feeds_the_record(tmp_path: Pa
     import time
 
     from rigctl.gpu.sampler import RigSampler
-    from rigctl.monitor import Monitor
     from rigctl.sim.rig import SimulatedBackend
     from rigctl.sim.rigspec import load_rig
     from tests.record.test_recorder_sim import RecordRig
@@ -138,10 +141,9 @@ def test_in_the_tui_the_dashboards_own_engine_poll_feeds_the_record(tmp_path: Pa
             monkeypatch.setenv(var, rig.env[var])
         rig.write_config("[record]\ninterval = 1\n")
         settings = load_settings()
-        monitor = Monitor(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), settings)
-        recorder = BackgroundRecorder(settings, lambda regression: None)
-        assert recorder.start()
-        monitor.record_to = recorder.offer
+        pipeline = LivePipeline(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), settings, lambda text: None, service=False)
+        assert pipeline.start_record() is None
+        monitor = pipeline.monitor
         rig.load.start()
         deadline = time.monotonic() + 60
         rows = 0
@@ -152,8 +154,7 @@ def test_in_the_tui_the_dashboards_own_engine_poll_feeds_the_record(tmp_path: Pa
             with sqlite3.connect(rig.db) as db:
                 (rows,) = db.execute("SELECT count(*) FROM samples WHERE profile = 'good'").fetchone()
             db.close()
-        recorder.stop()
-        monitor.close()
+        pipeline.close()
         assert rows >= 3
         row = RecordReader(rig.db).rows()[-1]
         assert row.pool_tokens and row.kv_usage_max is not None and row.energy_j is not None and row.energy_j > 0

@@ -81,8 +81,7 @@ def test_the_service_and_the_tui_together_for_a_minute_one_writer_nothing_lost(w
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
-            recorder = app.recorder
-            assert recorder is not None
+            recorder = app.pipeline.keeper
             await until("the TUI recording alone", lambda: recorder.recording)
             await until("a row from the TUI", lambda: db.is_file() and len(rows(db)) >= 2)
             first = start_service()  # systemctl --user start rigctl-watch, under the open TUI
