@@ -75,3 +75,28 @@ def test_keys_filter_search_and_go_to_the_next_match(isolated_dirs: Path) -> Non
             assert [view.lines[i] for i in found] == [LINES[4], LINES[7], LINES[4]]
 
     asyncio.run(scenario())
+
+
+def test_at_80_columns_a_long_line_wraps_and_rewraps_at_a_new_width(isolated_dirs: Path) -> None:
+    """vLLM's lines run past 150 columns: on the log screen they wrap to the view's width, each
+    continuation indented, nothing lost, and wrap again when the terminal is resized."""
+    long = "INFO 12-02 09:00:05 [loggers.py:9] " + " ".join(f"Avg prompt throughput: {i}.0 tokens/s," for i in range(4))
+    app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=None)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.go("logs")
+            await pilot.pause()
+            app.screen.query_one(LogTail).post_message(LogLines([LINES[0], long]))
+            await pilot.pause()
+            view = app.screen.query_one(ServerLog)
+            width = view.scrollable_content_region.width
+            assert len(long) > width and all(len(line) <= width for line in view.lines), list(view.lines)
+            assert view.lines[0] == LINES[0] and len(view.lines) >= 3
+            rest = [line.removeprefix("  ") for line in view.lines[2:]]
+            assert view.lines[1] + "".join(rest) == long  # every character, in order
+            await pilot.resize_terminal(200, 40)
+            await pilot.pause()
+            assert list(view.lines) == [LINES[0], long]  # wide enough now: whole again
+
+    asyncio.run(scenario())

@@ -27,6 +27,7 @@ from rigctl.tui.worker_errors import SaysWorkerErrors
 # so this sets the tail's CPU cost beside vLLM (benchmarks/bench_tui.py): a panel on the
 # dashboard reads once a second, like everything else there; the log screen twice.
 SCREEN_READ_EVERY = 0.5
+CONTINUED = "  "  # a wrapped line's continuation, indented under its start
 
 
 class LogTail(SaysWorkerErrors, Vertical):
@@ -82,15 +83,38 @@ class LogTail(SaysWorkerErrors, Vertical):
             view.highlighter.search = wanted.search
         if self.lines is not None:
             view.clear()
-            view.write_lines([line for line in self.lines if wanted.keep(line)])
+            view.write_lines(self._wrapped([line for line in self.lines if wanted.keep(line)]))
         self._retitle(self.title)
 
     def _write(self, lines: list[str]) -> None:
         if self.lines is not None:
             self.lines.extend(lines)
-            lines = [line for line in lines if self.filter.keep(line)]
+            lines = self._wrapped([line for line in lines if self.filter.keep(line)])
         if lines:
             self.view.write_lines(lines)
+
+    def _wrapped(self, lines: list[str]) -> list[str]:
+        """A full view's lines cut to its width, each continuation indented: vLLM's lines run to
+        150 columns and more, and at 80 a line that ran past the edge hid its end (the tail on the
+        dashboard ends a long line in "…"; the file keeps it whole)."""
+        width = self.view.scrollable_content_region.width if self.is_mounted else 0
+        if width < 20:
+            return lines  # not laid out yet, or too narrow to wrap usefully: set_filter on resize redoes it
+        out: list[str] = []
+        for line in lines:
+            if len(line) <= width:
+                out.append(line)
+                continue
+            out.append(line[:width])
+            rest = line[width:]
+            while rest:
+                out.append(CONTINUED + rest[: width - len(CONTINUED)])
+                rest = rest[width - len(CONTINUED) :]
+        return out
+
+    def on_resize(self) -> None:
+        if self.lines is not None and self.lines:
+            self.set_filter(self.filter)  # wrapped again to the new width
 
     @work(thread=True, exclusive=True, group="follow-log", exit_on_error=False, description="Following the log")
     def _follow(self, every: float) -> None:
