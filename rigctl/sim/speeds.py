@@ -31,6 +31,7 @@ Per card (rigctl/sim/speeds.py's CARDS), from each owner's own table:
         2.52 tokens a step give 113 if a drafted token costs 0.097 of a step on Ada (graphs, the
         MTP head on idle tensor cores), where the 3090 pays 1.25; a stream's speed / (1 +
         0.1875 (b-1)^0.855) fitted to 57 and 25.
+    Prefill: a 4090 at ADA_PREFILL times a 3090 (the two owners' long-prompt prefill on TP2).
     Prefill over tensor parallel: PREFILL_TP_SHARE of decode's split gain (the 3090 owner's
     one-vs-two table, above the constant).
     Other cards take the nearest measured generation's factors (Ampere: the 3090's; Ada and
@@ -53,6 +54,12 @@ MTP_STEP_COST = 1.25  # per drafted token, in plain decode steps
 # 4.242 -> 3.012 s, x1.41, where the simulator's decode split gains x1.8 over NVLink. Other links
 # were not measured against one card: the same share of their decode gain.
 PREFILL_TP_SHARE = (4.242 / 3.012) / 1.8
+# A 4090 prefills faster than a 3090 (prefill is bound by compute, where Ada has the more): the two
+# owners' long prompts on TP2, the 4090 pair over PCIe 1,760 tok/s (21,759 tokens in 12.4 s at a
+# 131k context), the 3090 pair over NVLink 1,471 (AWQ, 120k in 81.56 s): x1.20 for the pair, and
+# x1.50 a card once each pair's link is taken out (PCIe without P2P splits prefill x1.13 in this
+# simulator, NVLink x1.41)
+ADA_PREFILL = (1760 / (120_000 / 81.56)) * ((4.242 / 3.012) / (1.45 * PREFILL_TP_SHARE))
 ASYNC_GAIN_MAX = 210.1 / 166.8 - 1  # +26%, reached at 6 running sequences
 ASYNC_FULL_AT = 6
 
@@ -91,6 +98,7 @@ class Card:
     mtp_batch_cost: float  # per drafted token and extra running sequence
     batch_slowdown: float  # a stream's slowdown: 1 + batch_slowdown x (b - 1) ** batch_power
     batch_power: float
+    prefill_factor: float = 1.0  # prefill (compute-bound) against one RTX 3090
     eager_factor: float = 0.75  # no CUDA graphs: the 4090 owner's eager replica, 30 of the card's 40
     eager_slowdown: float = 0.0257
     eager_power: float = 1.40
@@ -98,7 +106,14 @@ class Card:
 
 CARDS = {
     "ampere": Card(graphs_factor=1.0, mtp_step_cost=MTP_STEP_COST, mtp_batch_cost=0.04, batch_slowdown=0.05, batch_power=1.0),
-    "ada": Card(graphs_factor=40.0 / 31.0, mtp_step_cost=0.097, mtp_batch_cost=0.0, batch_slowdown=0.1875, batch_power=0.855),
+    "ada": Card(
+        graphs_factor=40.0 / 31.0,
+        mtp_step_cost=0.097,
+        mtp_batch_cost=0.0,
+        batch_slowdown=0.1875,
+        batch_power=0.855,
+        prefill_factor=ADA_PREFILL,
+    ),
 }
 BANDWIDTH_GBS = {"5090": 1792.0, "4090": 1008.0, "3090 Ti": 1008.0, "3090": 936.0, "A6000": 768.0}
 

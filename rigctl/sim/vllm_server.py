@@ -107,7 +107,12 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         * tp_speedup(rig, devices, cfg.tp)
         * fast
         * decode_build,
-        prefill_tps=model.decode_tps_tp1 * 120 * prefill_tp_speedup(tp_speedup(rig, devices, cfg.tp)) * fast * prefill_build,
+        prefill_tps=model.decode_tps_tp1
+        * 120
+        * card.prefill_factor
+        * prefill_tp_speedup(tp_speedup(rig, devices, cfg.tp))
+        * fast
+        * prefill_build,
         spec_tokens=cfg.spec_tokens,
         async_scheduling=bool(cfg.async_scheduling),
         acceptance_scale=float(os.environ.get("RIGCTL_SIM_ACCEPTANCE", "1") or 1),

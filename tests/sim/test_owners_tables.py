@@ -9,12 +9,11 @@ The 2x RTX 4090 table (27B W4A16, 256-token answers), total tok/s, TP2 over DP2:
     8            214   422   1.97
     32           294   654   2.22
 
-(On the simulator, measured by this module on the 2-core VM: 3.59, 2.00 and 1.72, the last
-alike on an idle machine and beside two CPU burners; the DP2 replica's per-request speed 30.1,
-26.9, 13.3 tok/s against the owner's 30, 27, 14. At 32 the owner's DP2 total, 294, is lower
-than its per-request speed says (32 x 14 = 448; the simulator's 426): the owner's table does not
-say why, and longer prompts, which would fill the 38,229-token pools, starve TP2's prefill
-first (3,072-token prompts: x1.15). The ratio stays within 25%.)
+(On the simulator, measured on the 2-core VM: 3.60, 1.92 and 1.87; 1.72 at 32 before prefill was
+per card (a 4090 prefills 1.5x a 3090, from the two owners' long prompts) and before the decoders
+waited on the prefills packed into their steps. The DP2 replica's per-request speed 29.7, 25.2,
+11.9 tok/s against the owner's 30, 27, 14. At 32 the owner's DP2 total, 294, is lower than its
+per-request speed says (32 x 14 = 448; the simulator's 382): the owner's table does not say why.)
 """
 
 from __future__ import annotations
@@ -76,7 +75,7 @@ order = "ABA"
 kind = "chat-short"
 concurrency = 6
 requests = 48
-prompt_tokens = 4096
+prompt_tokens = 2048
 max_tokens = 256
 warmup_requests = 6
 [gate]
@@ -90,8 +89,9 @@ def test_the_3090_owners_async_scheduling_gain(tmp_path: Path) -> None:
     """The 3090 owner at six concurrent short requests: 166.8 -> 210.1 tok/s (x1.26) and median
     TTFT 1.55 -> 1.16 s (x0.75); the simulator's within 25% of both, from one run. Their "short"
     is short beside their 30-60k agent prompts: a 1.55 s TTFT on two 3090s is a few thousand
-    tokens' prefill, so the prompts here are 4,096 tokens (at 512 the TTFT is one or two of the
-    simulator's 20 ms steps, which no speed-up can shorten)."""
+    tokens' prefill, here 2,048 (at 512 the TTFT is one or two of the simulator's 20 ms steps,
+    which no speed-up can shorten; at 4,096 two prompts in flight fill a step's chunk, a step
+    bound by the GPU, which async scheduling does not shorten either)."""
     rig = BenchRig(tmp_path / "home")
     try:
         done, data = rig.bench(str(rig.plan("async", text=ASYNC_PLAN)))
