@@ -266,3 +266,22 @@ def test_the_3090_owners_prefill_by_build(tmp_path: Path, build: str, owner: flo
         assert abs(ratio / owner - 1) <= 0.25, f"TTFT x{ratio:.2f} of AWQ's, the owner x{owner:.2f}"
     finally:
         rig.cleanup()
+
+
+@pytest.mark.slow
+def test_the_3090_owners_mtp_at_depth_4_is_slower_at_their_acceptance(tmp_path: Path) -> None:
+    """The 3090 owner: MTP "slower both times", at depth 4 with 43.7% of the drafted tokens
+    accepted. The simulator's depth 4: slower than no MTP, its acceptance within 25% of theirs."""
+    rig = BenchRig(tmp_path / "home")
+    try:
+        rig.add_profile("one", "max_num_seqs = 1\n", parent=AWQ)
+        rig.add_profile(
+            "one-mtp", 'max_num_seqs = 1\nspeculative_config = { method = "mtp", num_speculative_tokens = 4 }\n', parent=AWQ
+        )
+        done, data = rig.bench(str(rig.plan("mtp4", text=MTP_PLAN)))
+        assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
+        assert data["candidate_mean"] < data["control_mean"], f"depth 4: x{data['candidate_mean'] / data['control_mean']:.2f}"
+        [acceptance] = [arm["spec_acceptance_rate"] for arm in data["arms"] if arm["role"] == "candidate"]
+        assert abs(acceptance / 0.437 - 1) <= 0.25, f"acceptance {acceptance:.1%} at depth 4, the owner's 43.7%"
+    finally:
+        rig.cleanup()
