@@ -25,22 +25,17 @@ import pytest
 
 from tests.support.bench_rig import BenchRig
 
+
+def plan_text(description: str, control: str, candidate: str, metric: str = "output_tok_per_s", **workload: object) -> str:
+    """A bench plan: the candidate between two controls, the gate 5% on `metric`, the workload's keys."""
+    keys = "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in workload.items())
+    return (
+        f'description = "{description}"\ncontrol = "{control}"\ncandidate = "{candidate}"\norder = "ABA"\n'
+        f'[workload]\n{keys}[gate]\nmetric = "{metric}"\nmin_change = 0.05\n'
+    )
+
+
 TABLE_4090 = {1: 110 / 30, 8: 422 / 214, 32: 654 / 294}
-PLAN = """description = "DP2 vs TP2 on 2x4090, {c} concurrent"
-control = "dp2"
-candidate = "tp2"
-order = "ABA"
-[workload]
-kind = "chat-short"
-concurrency = {c}
-requests = {n}
-prompt_tokens = 256
-max_tokens = 256
-warmup_requests = {w}
-[gate]
-metric = "output_tok_per_s"
-min_change = 0.05
-"""
 
 
 @pytest.fixture
@@ -56,7 +51,18 @@ def rig_4090(tmp_path: Path) -> Iterator[BenchRig]:
 @pytest.mark.slow
 @pytest.mark.parametrize("concurrent", sorted(TABLE_4090))
 def test_the_4090_owners_split_beats_replicas_by_their_ratio(rig_4090: BenchRig, concurrent: int) -> None:
-    plan = rig_4090.plan(f"dp2-tp2-{concurrent}", text=PLAN.format(c=concurrent, n=max(4, 2 * concurrent), w=min(concurrent, 8)))
+    text = plan_text(
+        f"DP2 vs TP2 on 2x4090, {concurrent} concurrent",
+        "dp2",
+        "tp2",
+        kind="chat-short",
+        concurrency=concurrent,
+        requests=max(4, 2 * concurrent),
+        prompt_tokens=256,
+        max_tokens=256,
+        warmup_requests=min(concurrent, 8),
+    )
+    plan = rig_4090.plan(f"dp2-tp2-{concurrent}", text=text)
     done, data = rig_4090.bench(str(plan))
     assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
     ratio = data["candidate_mean"] / data["control_mean"]
@@ -67,21 +73,17 @@ def test_the_4090_owners_split_beats_replicas_by_their_ratio(rig_4090: BenchRig,
     assert abs(ratio / owner - 1) <= 0.25, f"TP2 / DP2 at {concurrent} concurrent: x{ratio:.2f}, the owner measured x{owner:.2f}"
 
 
-ASYNC_PLAN = """description = "async scheduling at 6 concurrent short requests (the 3090 owner's gate)"
-control = "qwen36-27b-awq-tp2"
-candidate = "qwen36-27b-awq-tp2-async"
-order = "ABA"
-[workload]
-kind = "chat-short"
-concurrency = 6
-requests = 48
-prompt_tokens = 2048
-max_tokens = 256
-warmup_requests = 6
-[gate]
-metric = "output_tok_per_s"
-min_change = 0.05
-"""
+ASYNC_PLAN = plan_text(
+    "async scheduling at 6 concurrent short requests (the 3090 owner's gate)",
+    "qwen36-27b-awq-tp2",
+    "qwen36-27b-awq-tp2-async",
+    kind="chat-short",
+    concurrency=6,
+    requests=48,
+    prompt_tokens=2048,
+    max_tokens=256,
+    warmup_requests=6,
+)
 
 
 @pytest.mark.slow
@@ -106,50 +108,38 @@ def test_the_3090_owners_async_scheduling_gain(tmp_path: Path) -> None:
         rig.cleanup()
 
 
-SEQS_PLAN = """description = "max_num_seqs 4 -> 8 at 8 concurrent short requests (the 3090 owner's gate)"
-control = "seqs4"
-candidate = "seqs8"
-order = "ABA"
-[workload]
-kind = "chat-short"
-concurrency = 8
-requests = 48
-max_tokens = 256
-warmup_requests = 8
-[gate]
-metric = "output_tok_per_s"
-min_change = 0.05
-"""
-MTP_PLAN = """description = "MTP depth 1 at max_num_seqs 1 (the 3090 owner's loss)"
-control = "one"
-candidate = "one-mtp"
-order = "ABA"
-[workload]
-kind = "decode-heavy"
-concurrency = 1
-requests = 4
-max_tokens = 512
-warmup_requests = 1
-[gate]
-metric = "output_tok_per_s"
-min_change = 0.05
-"""
+SEQS_PLAN = plan_text(
+    "max_num_seqs 4 -> 8 at 8 concurrent short requests (the 3090 owner's gate)",
+    "seqs4",
+    "seqs8",
+    kind="chat-short",
+    concurrency=8,
+    requests=48,
+    max_tokens=256,
+    warmup_requests=8,
+)
+MTP_PLAN = plan_text(
+    "MTP depth 1 at max_num_seqs 1 (the 3090 owner's loss)",
+    "one",
+    "one-mtp",
+    kind="decode-heavy",
+    concurrency=1,
+    requests=4,
+    max_tokens=512,
+    warmup_requests=1,
+)
 
 
-BUILD_PLAN = """description = "the build, one stream (the 3090 owner's quantization table)"
-control = "awq"
-candidate = "other"
-order = "ABA"
-[workload]
-kind = "decode-heavy"
-concurrency = 1
-requests = 4
-max_tokens = 512
-warmup_requests = 1
-[gate]
-metric = "output_tok_per_s"
-min_change = 0.05
-"""
+BUILD_PLAN = plan_text(
+    "the build, one stream (the 3090 owner's quantization table)",
+    "awq",
+    "other",
+    kind="decode-heavy",
+    concurrency=1,
+    requests=4,
+    max_tokens=512,
+    warmup_requests=1,
+)
 AWQ, FP8, W4A8 = "qwen36-27b-awq-tp2", "qwen36-27b-fp8-tp2", "qwen36-27b-autoround-tp2"
 
 
@@ -189,22 +179,19 @@ def test_the_3090_owners_gates(tmp_path: Path, plan: str, profiles: dict[str, tu
         rig.cleanup()
 
 
-ONE_TWO_PLAN = """description = "one 3090 against two (TP2, NVLink), long agent turns (the 3090 owner's row)"
-control = "one"
-candidate = "two"
-order = "ABA"
-[workload]
-kind = "agent-long"
-concurrency = 1
-requests = 4
-prompt_tokens = 32768
-shared_prefix_tokens = 28672
-max_tokens = 256
-warmup_requests = 1
-[gate]
-metric = "ttft_mean_s"
-min_change = 0.05
-"""
+ONE_TWO_PLAN = plan_text(
+    "one 3090 against two (TP2, NVLink), long agent turns (the 3090 owner's row)",
+    "one",
+    "two",
+    metric="ttft_mean_s",
+    kind="agent-long",
+    concurrency=1,
+    requests=4,
+    prompt_tokens=32768,
+    shared_prefix_tokens=28672,
+    max_tokens=256,
+    warmup_requests=1,
+)
 
 
 @pytest.mark.slow
@@ -230,21 +217,18 @@ def test_the_3090_owners_one_card_against_two(tmp_path: Path) -> None:
         rig.cleanup()
 
 
-PREFILL_PLAN = """description = "the build, one long prompt (the 3090 owner's quantization table, TTFT)"
-control = "awq"
-candidate = "other"
-order = "ABA"
-[workload]
-kind = "prefill-heavy"
-concurrency = 1
-requests = 3
-prompt_tokens = 32768
-max_tokens = 8
-warmup_requests = 1
-[gate]
-metric = "ttft_mean_s"
-min_change = 0.05
-"""
+PREFILL_PLAN = plan_text(
+    "the build, one long prompt (the 3090 owner's quantization table, TTFT)",
+    "awq",
+    "other",
+    metric="ttft_mean_s",
+    kind="prefill-heavy",
+    concurrency=1,
+    requests=3,
+    prompt_tokens=32768,
+    max_tokens=8,
+    warmup_requests=1,
+)
 
 
 @pytest.mark.slow
