@@ -9,7 +9,6 @@ from functools import partial
 
 from textual.app import SystemCommand
 
-from rigctl.bench.plan_file import plan_names
 from rigctl.profiles.store import ProfileStore
 
 SCREEN_HELP = {
@@ -39,5 +38,7 @@ def rig_commands(
     yield SystemCommand("Stop the vLLM server", "asked first; what runs is let finish", stop)
     for name in store.names():
         yield SystemCommand(f"Switch to {name}", "asked first, with what the switch costs", partial(switch, name))
+    from rigctl.bench.plan_file import plan_names  # read when the palette opens, not at the TUI's start
+
     for plan in plan_names():
         yield SystemCommand(f"Run bench {plan}", "asked first; rigctl bench beside the TUI, B follows it", partial(bench, plan))

@@ -15,10 +15,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from rigctl import fmt
-from rigctl.bench.arm_bars import arm_bars
 from rigctl.bench.live import LiveBench, progress_line, read_live
 from rigctl.bench.rawdir import RawDir, bench_dir
-from rigctl.bench.report import list_rows, reload, render
 from rigctl.errors import RigctlError
 from rigctl.tui.widgets.columns import clear_with_columns
 from rigctl.tui.worker_errors import SaysWorkerErrors
@@ -84,6 +82,8 @@ class BenchScreen(SaysWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, group="bench", exit_on_error=False, description="Reading kept bench runs")
     def _load(self) -> None:
+        from rigctl.bench.report import list_rows  # the bench's reading of kept runs: not at the TUI's start
+
         rows, live = list_rows()[1:], read_live()
         self.app.call_from_thread(self._show, rows, live)
 
@@ -105,6 +105,9 @@ class BenchScreen(SaysWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, group="bench-report", exit_on_error=False, description="Reading a kept run")
     def _report(self, name: str) -> None:
+        from rigctl.bench.arm_bars import arm_bars
+        from rigctl.bench.report import reload, render
+
         try:
             data = reload(RawDir(bench_dir() / name))
             text = "\n".join(arm_bars(data, max(40, self.size.width - 4))) + "\n\n" + render(data)
