@@ -149,7 +149,7 @@ def _empty(like: EngineSnapshot) -> EngineSnapshot:
 class Recorder:
     """The rows of what it is shown: `step` takes one observation (None: nothing serves, or it
     did not answer); headless, `run` polls a ServingSource five times an interval, in the TUI
-    the dashboard's own engine poll feeds it (rigctl/record/background.py)."""
+    the dashboard's own engine poll feeds it (rigctl/observe/background.py)."""
 
     def __init__(
         self,

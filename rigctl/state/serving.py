@@ -3,7 +3,7 @@
 Never claims more than it can see: a profile counts as active only when the server that
 rigctl started for it is alive and answers with its served name. A damaged server.json
 is named, and the server it described is looked for by the boot token in its
-environment (serve/discover.py), so `status` and `stop` still reach it.
+environment (state/discover.py), so `status` and `stop` still reach it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 - active.json, an ActiveState: the profile rigctl believes serves, the last good one a
   failed switch rolls back to, and whether a switch is running (and whose).
 
-What really serves is checked against the process and HTTP in serve/serving.py.
+What really serves is checked against the process and HTTP in state/serving.py.
 """
 
 from __future__ import annotations

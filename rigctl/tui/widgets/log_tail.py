@@ -1,4 +1,4 @@
-"""A followed server log: a title and a view, fed by a TailReader (serve/logtail.py) while shown.
+"""A followed server log: a title and a view, fed by a TailReader (state/logtail.py) while shown.
 
 Full-screen with scrollback on the log screen (ServerLog), read by a thread of its own; a
 tail of what fits on a tall dashboard (TailView), read by the monitor in the same tick as
