@@ -27,14 +27,6 @@ class BackgroundRecorder:
         self._looked = -LOOK_EVERY_S
         self.problem: str | None = None  # why the record cannot be kept at all (a damaged file, a read-only dir)
 
-    @property
-    def recording(self) -> bool:
-        return self.keeper.recording
-
-    @property
-    def busy_note(self) -> str | None:
-        return self.keeper.busy_note
-
     def start(self) -> bool:
         """Start the thread; False when the record cannot be kept at all (`problem` says why)."""
         try:

@@ -98,7 +98,7 @@ class RecordKeeper:
         self.notes.clear("open")
         if not self.yields:
             self.say(f"recording to {self.writer.path} every {self.interval_s:g} s")
-        self.recorder = Recorder(self.writer, self.interval_s, self._row, self.notes)
+        self.recorder = Recorder(self.writer, self.interval_s, self.on_row, self.notes)
         pending, self._pending = self._pending, []
         for change in pending:
             self.record_change(change)
@@ -122,9 +122,6 @@ class RecordKeeper:
             if not exc.passing:
                 self._lost(exc)
             self._pending = [*self._pending[-(PENDING_MAX - 1) :], change]
-
-    def _row(self, row: Row) -> None:
-        self.on_row(row)
 
     def _lost(self, exc: RigctlError) -> None:
         self.notes.trouble("open", f"the record stopped: {exc}; the alerts go on without it")
