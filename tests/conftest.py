@@ -1,9 +1,11 @@
 """Every test runs with its own config and state dirs and no simulated rig preselected; nothing a
-test started outlives the session."""
+test started outlives the session, and a session killed before its end is cleaned up after by the
+next one (tests/support/leaks.py)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,9 @@ from tests.support import leaks
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, once: before any worker starts anything
+        for line in leaks.reap_orphans():
+            print(f"killed, left running by an earlier test run that was killed: {line}", file=sys.stderr)
     leaks.mark_this_session()  # in each xdist worker: its own token for what its tests start
 
 

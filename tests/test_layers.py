@@ -9,6 +9,7 @@ SIM_MAY_IMPORT = {
     "rigctl.gpu.model",  # what a GPU and a sample are
     "rigctl.gpu.nvml_codes",  # the board facts NVML reports
     "rigctl.vllm.options",  # vLLM's option tables: the simulator parses flags as vLLM does
+    "rigctl.vllm.flags",  # the one vocabulary of vLLM's flags, read by the one reader
     "rigctl.vllm.memory",
     "rigctl.vllm.model",
     "rigctl.vllm.weights",  # vLLM's memory, the one fit predicts with
@@ -32,7 +33,7 @@ def test_the_simulator_imports_only_what_a_simulator_needs() -> None:
         if imported.startswith("rigctl.") and not imported.startswith("rigctl.sim")
     }
     assert reached <= SIM_MAY_IMPORT, sorted(reached - SIM_MAY_IMPORT)
-    assert {"rigctl.vllm.options", "rigctl.vllm.memory"} <= reached  # the list is read, not stale
+    assert {"rigctl.vllm.options", "rigctl.vllm.memory", "rigctl.vllm.flags"} <= reached  # the list is read, not stale
 
 
 def test_the_cli_layer_says_its_types() -> None:

@@ -66,11 +66,11 @@ def _check_ranges(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rigctl.fit.answer import FitQuestion, answer
-    from rigctl.fit.inputs import LaunchOptions, options_from_launch
     from rigctl.state.boots import read_history
+    from rigctl.vllm.flags import ServeFlags, flags_from_argv, is_mtp
 
     _check_ranges(args)
-    options, profile_name = LaunchOptions(), None
+    flags, profile_name = ServeFlags(), None
     if args.profile:
         from rigctl.profiles.store import ProfileStore
         from rigctl.profiles.vllm_args import render
@@ -78,23 +78,24 @@ def run(args: argparse.Namespace) -> int:
         profile = ProfileStore().load(args.profile)
         table = common.option_tables(args, cached_only=True).choose(profile).table
         spec = render(profile, table)
-        options, profile_name = options_from_launch(spec.argv, spec.env), profile.name
-    options = options.but(
+        flags, profile_name = flags_from_argv(spec.argv, spec.env), profile.name
+    mtp = args.num_speculative_tokens
+    flags = flags.but(
         model=args.model,
-        tp=args.tp,
-        dp=args.dp,
+        tensor_parallel_size=args.tp,
+        data_parallel_size=args.dp,
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
         kv_cache_dtype=args.kv_cache_dtype,
-        spec_tokens=args.num_speculative_tokens,
-        utilization=args.gpu_memory_utilization,
-        batched_tokens=args.max_num_batched_tokens,
-        eager=args.enforce_eager,
+        num_speculative_tokens=mtp,
+        speculative_method="mtp" if mtp and not is_mtp(flags.speculative_method) else None,  # --num-speculative-tokens is MTP's
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        enforce_eager=args.enforce_eager,
+        enable_prefix_caching=False if args.no_prefix_caching else None,
     )
-    if args.no_prefix_caching:
-        options = options.but(prefix_caching=False)
-    question = FitQuestion(options, profile_name, args.config, args.weights_gib, args.available_kv_gib, args.tp, args.dp)
-    rig = _rig(args, args.available_kv_gib is not None or options.kv_cache_memory_bytes is not None)
+    question = FitQuestion(flags, profile_name, args.config, args.weights_gib, args.available_kv_gib, args.tp, args.dp)
+    rig = _rig(args, args.available_kv_gib is not None or flags.kv_cache_memory_bytes is not None)
     found = answer(question, rig, read_history().records)
     if args.json:
         common.print_json(found.to_json())
@@ -155,10 +156,10 @@ def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
     )
     print(
         f"  weights: {fmt.gib(weights.main_bytes, 2)}"
-        + (f" + MTP head {fmt.gib(weights.mtp_bytes, 2)}" if weights.mtp_bytes and inputs.spec_tokens else "")
+        + (f" + MTP head {fmt.gib(weights.mtp_bytes, 2)}" if weights.mtp_bytes and inputs.flags.mtp_tokens else "")
         + f" ({weights.source})"
     )
-    if weights.mtp_bytes and inputs.spec_tokens:
+    if weights.mtp_bytes and inputs.flags.mtp_tokens:
         shared = 2 * dims.vocab * dims.hidden * 2  # embedding and LM head, bf16
         print(
             f"  MTP head: {fmt.gib(weights.mtp_bytes, 2)}, its decoder layer(s) and 2h->h projection, unquantised; vLLM gives "
@@ -174,9 +175,9 @@ def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
         )
     print(
         f"  settings: max_model_len {inputs.length:,}, max_num_seqs {found[0].max_num_seqs if found else '?'}, "
-        f"KV {inputs.kv_cache_dtype or 'auto'}, MTP {inputs.spec_tokens or 'off'}, "
-        f"gpu_memory_utilization {inputs.utilization}, prefix caching {'on' if inputs.prefix_caching else 'off'}"
-        + (", eager" if inputs.eager else "")
+        f"KV {inputs.flags.kv_cache_dtype or 'auto'}, MTP {inputs.flags.mtp_tokens or 'off'}, "
+        f"gpu_memory_utilization {inputs.flags.utilization}, prefix caching {'on' if inputs.flags.prefix_caching else 'off'}"
+        + (", eager" if inputs.flags.enforce_eager else "")
     )
     if inputs.available_kv_bytes is not None:
         print(f"  KV budget given: {inputs.available_kv_bytes / 2**30:.4g} GiB per GPU (the budget step is skipped)")

@@ -8,18 +8,13 @@ replica per GPU. Every figure is judged per worker: one GPU for a replica, the g
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rigctl.units import GIB
+from rigctl.vllm.flags import ServeFlags
 from rigctl.vllm.kvpool import Pool, logged_range, pool
-from rigctl.vllm.memory import (
-    MemoryFlags,
-    WorkerBudget,
-    default_gpu_memory_utilization,
-    default_max_num_seqs,
-    plan_worker,
-)
+from rigctl.vllm.memory import WorkerBudget, model_max_len, plan_worker
 from rigctl.vllm.model import ModelDims
 from rigctl.vllm.weights import Weights
 
@@ -28,42 +23,24 @@ TIERS = (1, 2, 4)
 
 @dataclass(frozen=True)
 class FitInputs:
+    """What a fit is asked: the model, its weights, the rig's GPUs and the launch's flags (vLLM's
+    names; the layout's own TP and DP are set per layout)."""
+
     model: ModelDims
     weights: Weights
     gpu_totals: tuple[int, ...]  # bytes, one per GPU of the rig
+    flags: ServeFlags = field(default_factory=ServeFlags)
     gpu_name: str = "GPU"
-    max_model_len: int | None = None  # None: the model's own maximum, as vLLM defaults
-    max_num_seqs: int | None = None
-    kv_cache_dtype: str | None = None
-    spec_tokens: int = 0  # MTP speculative tokens
-    utilization: float = field(default_factory=default_gpu_memory_utilization)
-    batched_tokens: int | None = None
-    eager: bool = False
-    prefix_caching: bool = True
-    block_size: int | None = None
-    mamba_ssm_dtype: str | None = None
     available_kv_bytes: int | None = None  # a given budget: skips the budget step
     available_is_logged: bool = False  # that budget is a boot log's 2-decimal GiB figure
     correction_gib: float = 0.0
 
     @property
     def length(self) -> int:
-        return self.max_model_len or self.model.max_position or 4096
+        return model_max_len(self.model, self.flags)
 
-    def flags(self, tp: int, dp: int) -> MemoryFlags:
-        return MemoryFlags(
-            tp=tp,
-            dp=dp,
-            max_model_len=self.length,
-            kv_cache_dtype=self.kv_cache_dtype,
-            spec_tokens=self.spec_tokens,
-            utilization=self.utilization,
-            batched_tokens=self.batched_tokens,
-            eager=self.eager,
-            prefix_caching=self.prefix_caching,
-            block_size=self.block_size,
-            mamba_ssm_dtype=self.mamba_ssm_dtype,
-        )
+    def layout_flags(self, tp: int, dp: int) -> ServeFlags:
+        return replace(self.flags, tensor_parallel_size=tp, data_parallel_size=dp)
 
 
 @dataclass(frozen=True)
@@ -147,13 +124,15 @@ def _split_problem(model: ModelDims, tp: int) -> str | None:
 def evaluate(inputs: FitInputs, tp: int, dp: int) -> Layout:
     gpus = len(inputs.gpu_totals)
     total = min(inputs.gpu_totals) if inputs.gpu_totals else 0
-    seqs = inputs.max_num_seqs or default_max_num_seqs(total)
+    seqs = inputs.flags.seqs(total)
     if tp * dp > gpus and not (gpus == 0 and inputs.available_kv_bytes is not None):  # no rig: the KV step only
         return Layout(tp, dp, False, f"needs {tp * dp} GPUs; this rig has {gpus}", seqs)
     problem = _split_problem(inputs.model, tp)
     if problem:
         return Layout(tp, dp, False, problem, seqs)
-    plan = plan_worker(inputs.model, inputs.weights, total, inputs.flags(tp, dp), inputs.correction_gib, inputs.available_kv_bytes)
+    plan = plan_worker(
+        inputs.model, inputs.weights, total, inputs.layout_flags(tp, dp), inputs.correction_gib, inputs.available_kv_bytes
+    )
     budget, shape, available = plan.budget, plan.shape, plan.available
     if budget is not None:
         if not budget.loads:
@@ -249,7 +228,7 @@ def recommend(inputs: FitInputs, found: list[Layout]) -> Recommendation | None:
         return None
     gpus = len(inputs.gpu_totals)
     total = min(inputs.gpu_totals)
-    weights = (inputs.weights.main_bytes + (inputs.weights.mtp_bytes if inputs.spec_tokens else 0)) / GIB
+    weights = (inputs.weights.main_bytes + (inputs.weights.mtp_bytes if inputs.flags.mtp_tokens else 0)) / GIB
     share = weights * GIB / total
     single = fitting.get((1, 1))
 

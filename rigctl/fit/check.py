@@ -14,7 +14,7 @@ from pathlib import Path
 from rigctl.errors import BadInputError
 from rigctl.fit.advise import FitInputs, Layout, evaluate, layouts, recommend
 from rigctl.fit.build import inputs_for, weights_for
-from rigctl.fit.inputs import LaunchOptions, find_model_dir, local_model_problem, options_from_launch
+from rigctl.fit.inputs import find_model_dir, local_model_problem
 from rigctl.gpu.model import RigInfo
 from rigctl.profiles.schema import Diagnostic, Profile
 from rigctl.profiles.settings import ResolvedSettings
@@ -22,6 +22,7 @@ from rigctl.profiles.validate import validated
 from rigctl.profiles.vllm_args import LaunchSpec, launch
 from rigctl.severity import Severity
 from rigctl.units import GIB
+from rigctl.vllm.flags import ServeFlags, flags_from_argv
 from rigctl.vllm.model import load_dims, shipped_config
 from rigctl.vllm.options import OptionTable
 
@@ -52,16 +53,16 @@ def config_source(model: str) -> tuple[Path | None, Path | None, str]:
     return None, None, f"no config.json for {model} here"
 
 
-def _inputs(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> tuple[FitInputs, str] | str:
+def _inputs(flags: ServeFlags, gpu_totals: tuple[int, ...]) -> tuple[FitInputs, str] | str:
     """The advisor's inputs for this command line and which config they came from, or why there
     are none."""
-    if not options.model:
+    if not flags.model:
         return "no model"
-    model_dir, config, source = config_source(options.model)
+    model_dir, config, source = config_source(flags.model)
     if config is None:
         return source
     dims = load_dims(config)  # BadInputError: the model's own config on this machine is broken
-    return inputs_for(options, dims, weights_for(dims, options, model_dir), gpu_totals), source
+    return inputs_for(flags, dims, weights_for(dims, flags, model_dir), gpu_totals), source
 
 
 def model_max_len(model: str | None) -> int | None:
@@ -76,10 +77,10 @@ def model_max_len(model: str | None) -> int | None:
         return None
 
 
-def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Layout | str:
+def predicted_layout(flags: ServeFlags, gpu_totals: tuple[int, ...]) -> Layout | str:
     """The profile's own layout on this rig, predicted; or why it cannot be."""
     try:
-        found = _inputs(options, gpu_totals)
+        found = _inputs(flags, gpu_totals)
     except BadInputError as exc:
         return str(exc)
     if isinstance(found, str):
@@ -87,14 +88,14 @@ def predicted_layout(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> Lay
     inputs = found[0]
     if not gpu_totals and inputs.available_kv_bytes is None:
         return "no GPU known"
-    return evaluate(inputs, options.tp, options.dp)
+    return evaluate(inputs, flags.tensor_parallel_size, flags.data_parallel_size)
 
 
-def predicted_pool(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> tuple[int | None, str]:
+def predicted_pool(flags: ServeFlags, gpu_totals: tuple[int, ...]) -> tuple[int | None, str]:
     """(the pool one replica of this command line would get, predicted; what it was predicted from,
     or why there is no prediction)."""
     try:
-        found = _inputs(options, gpu_totals)
+        found = _inputs(flags, gpu_totals)
     except BadInputError as exc:
         return None, str(exc)
     if isinstance(found, str):
@@ -102,17 +103,17 @@ def predicted_pool(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> tuple
     inputs, source = found
     if not gpu_totals and inputs.available_kv_bytes is None:
         return None, "no GPU known"
-    layout = evaluate(inputs, options.tp, options.dp)
+    layout = evaluate(inputs, flags.tensor_parallel_size, flags.data_parallel_size)
     if layout.pool is None:
         return None, layout.why_not or "no pool"
     return layout.pool.tokens, f"predicted from {source}"
 
 
-def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
-    if not options.model or not gpu_totals or options.tp * options.dp > len(gpu_totals):
+def check(flags: ServeFlags, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
+    if not flags.model or not gpu_totals or flags.tensor_parallel_size * flags.data_parallel_size > len(gpu_totals):
         return []  # (the GPU count check names a layout the rig cannot hold)
     try:
-        found = _inputs(options, gpu_totals)
+        found = _inputs(flags, gpu_totals)
     except BadInputError as exc:  # vLLM reads the same file at boot: it would fail on it too
         return [FitFinding("error", "model", f"the model's config is not usable: {exc}")]
     if isinstance(found, str):
@@ -120,17 +121,17 @@ def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFindin
     inputs, source = found
     findings: list[FitFinding] = []
     ceiling = inputs.model.max_position
-    if options.max_model_len and ceiling and options.max_model_len > ceiling and not options.allow_long_max_len:
+    if flags.max_model_len and ceiling and flags.max_model_len > ceiling and not flags.allow_long_max_model_len:
         return [
             FitFinding(
                 "error",
                 "max_model_len",
-                f"{options.max_model_len:,} is more than the model allows "
+                f"{flags.max_model_len:,} is more than the model allows "
                 f"(max_position_embeddings {ceiling:,} in {source}): vLLM refuses it at start "
                 f"(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in [env] overrides it, at the risk of wrong output)",
             )
         ]
-    layout = evaluate(inputs, options.tp, options.dp)
+    layout = evaluate(inputs, flags.tensor_parallel_size, flags.data_parallel_size)
     if not layout.fits and layout.pool is not None:
         exact = inputs.available_kv_bytes is not None
         generous = _with_more_budget(inputs, layout)
@@ -151,7 +152,7 @@ def check(options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[FitFindin
                     "the advisor's margin: it may start; rigctl fit shows the figures)",
                 )
             )
-    if options.dp > 1 and options.tp == 1:
+    if flags.data_parallel_size > 1 and flags.tensor_parallel_size == 1:
         advice = recommend(inputs, layouts(inputs))
         if advice is not None and advice.tp > 1:
             findings.append(FitFinding("warning", "data_parallel_size", f"the fit rule would split this model: {advice.why}"))
@@ -165,11 +166,11 @@ def _with_more_budget(inputs: FitInputs, layout: Layout) -> Layout | None:
     return evaluate(replace(inputs, correction_gib=inputs.correction_gib + more), layout.tp, layout.dp)
 
 
-def profile_diagnostics(profile: Profile, options: LaunchOptions, gpu_totals: tuple[int, ...]) -> list[Diagnostic]:
+def profile_diagnostics(profile: Profile, flags: ServeFlags, gpu_totals: tuple[int, ...]) -> list[Diagnostic]:
     """The findings as the profile's diagnostics, pointing at the key where it was written."""
     vllm_keys = {k.replace("-", "_"): k for k in profile.vllm}
     out = []
-    for finding in check(options, gpu_totals):
+    for finding in check(flags, gpu_totals):
         key = vllm_keys.get(finding.key, finding.key)
         out.append(profile.diagnostic(finding.severity, f"vllm.{key}", finding.message))
     return out
@@ -177,9 +178,9 @@ def profile_diagnostics(profile: Profile, options: LaunchOptions, gpu_totals: tu
 
 @dataclass(frozen=True)
 class CheckedProfile:
-    """A profile as rigctl checked it, once: the settings resolved against the options of the vLLM
+    """A profile as rigctl checked it, once: the settings resolved against the flags of the vLLM
     its command runs, every diagnostic (validation, lints, the fit), the launch rendered from those
-    settings when no error stands, the options that size its memory and the fit's prediction for
+    settings when no error stands, the flags that size its memory and the fit's prediction for
     its own layout. Built by `check_profile` and passed on: the switch and its preflight, the dry
     run, the bench and the Profiles screen read it, none checks again."""
 
@@ -188,7 +189,7 @@ class CheckedProfile:
     settings: ResolvedSettings
     diagnostics: tuple[Diagnostic, ...]  # errors first, then warnings
     launch: LaunchSpec | None  # None while an error stands
-    options: LaunchOptions | None = None  # the memory-sizing flags of the launch
+    flags: ServeFlags | None = None  # the memory-sizing flags of the launch
     prediction: Layout | str | None = None  # its own layout on the rig, predicted; or why not
 
     @property
@@ -200,7 +201,7 @@ def check_profile(
     profile: Profile, table: OptionTable, rig: RigInfo | None, vllm_command: tuple[str, ...], host_paths: bool = True
 ) -> CheckedProfile:
     """A profile as every caller checks it (validate, the switch's preflight, the Profiles
-    screen): validated against the options and the rig, rendered when it has no error, then
+    screen): validated against the flags and the rig, rendered when it has no error, then
     asked whether vLLM would refuse it for memory on this rig. (diagnostics, the launch or None).
     `host_paths`: vLLM runs on this machine (not in a container), so a model written as a path
     must be here."""
@@ -212,8 +213,8 @@ def check_profile(
         return CheckedProfile(profile, table, settings, tuple(diagnostics), None)
     spec = launch(profile, settings, vllm_command)
     # the launch's own command line, read by the same rule as every boot record's (options_from_launch)
-    options = options_from_launch(spec.argv, spec.env)
+    flags = flags_from_argv(spec.argv, spec.env)
     totals = tuple(g.memory_total or 0 for g in rig.gpus) if rig is not None else ()
     if rig is not None:
-        diagnostics += profile_diagnostics(profile, options, totals)
-    return CheckedProfile(profile, table, settings, tuple(diagnostics), spec, options, predicted_layout(options, totals))
+        diagnostics += profile_diagnostics(profile, flags, totals)
+    return CheckedProfile(profile, table, settings, tuple(diagnostics), spec, flags, predicted_layout(flags, totals))

@@ -88,10 +88,10 @@ def _measured_pool(profile: str) -> int | None:
     return None
 
 
-def switch_cost(ctx: ServeContext, target: str, options: SwitchOptions | None = None) -> SwitchCost:
+def switch_cost(ctx: ServeContext, target: str, flags: SwitchOptions | None = None) -> SwitchCost:
     """The cost of `switch(ctx, target, ...)`, touching nothing. ProfileError as the switch would."""
-    options = options or SwitchOptions()
-    prepared = options.prepared or prepare(ctx, target)
+    flags = flags or SwitchOptions()
+    prepared = flags.prepared or prepare(ctx, target)
     warnings = list(prepared.warnings)
     running = find_running(ctx.settings, ctx.launcher)
     record = running.record
@@ -104,19 +104,19 @@ def switch_cost(ctx: ServeContext, target: str, options: SwitchOptions | None = 
         if not prepared.verify.declared:
             warnings += [f"the apps in front of this rig lose {lost}" for lost in apps_lose(record.argv, prepared.spec.argv)]
     refusal = preflight.before_lock(ctx, prepared.spec)
-    reason = refusal.reason if refusal else refusal_before_stop(ctx, prepared, options)
+    reason = refusal.reason if refusal else refusal_before_stop(ctx, prepared, flags)
     if reason is None:
-        late = preflight.after_lock(ctx, prepared.spec, prepared.settings, record, options.force)
+        late = preflight.after_lock(ctx, prepared.spec, prepared.settings, record, flags.force)
         reason = late.reason if late else None
     tokens, source = (
-        predicted_pool(prepared.checked.options, tuple(g.memory_total or 0 for g in ctx.rig.gpus) if ctx.rig else ())
-        if prepared.checked.options is not None
+        predicted_pool(prepared.checked.flags, tuple(g.memory_total or 0 for g in ctx.rig.gpus) if ctx.rig else ())
+        if prepared.checked.flags is not None
         else (None, "no launch")
     )
     running_now = (
         in_flight(record.base_url, running.view.api_key(record)) if record is not None and running.view is not None else None
     )
-    drain_s = ctx.settings.drain_timeout if options.drain is None else options.drain
+    drain_s = ctx.settings.drain_timeout if flags.drain is None else flags.drain
     return SwitchCost(
         target=prepared.profile.name,
         predicted_pool_tokens=tokens,
@@ -126,7 +126,7 @@ def switch_cost(ctx: ServeContext, target: str, options: SwitchOptions | None = 
         running_requests=running_now,
         warnings=tuple(dict.fromkeys(warnings)),
         changes=tuple(launch_diff(active.spec, prepared.spec)) if active else (),
-        verification=tuple(prepared.verify.describe()) if options.verify else ("nothing (--no-verify)",),
+        verification=tuple(prepared.verify.describe()) if flags.verify else ("nothing (--no-verify)",),
         refusal=reason,
         drain_s=drain_s,
     )

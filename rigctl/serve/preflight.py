@@ -22,7 +22,7 @@ from rigctl.serve.steps import ServeContext
 from rigctl.state import discover
 from rigctl.state.statefiles import ServerRecord
 from rigctl.units import GIB
-from rigctl.vllm.memory import default_gpu_memory_utilization
+from rigctl.vllm.flags import default_gpu_memory_utilization
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ import argparse
 import json
 from typing import Any
 
-from rigctl.sim.memory import EngineConfig
 from rigctl.vllm.options import OptionTable, load_option_table, parse_human_int
 
 
@@ -57,28 +56,3 @@ def build_parser(table: OptionTable | None = None, reject: frozenset[str] = froz
             kwargs["action"] = "append"
         parser.add_argument(*names, **kwargs)
     return parser
-
-
-def engine_config(args: argparse.Namespace) -> EngineConfig:
-    spec = args.speculative_config or {}
-    return EngineConfig(
-        model=args.model_tag,
-        tp=args.tensor_parallel_size or 1,
-        pp=args.pipeline_parallel_size or 1,
-        dp=args.data_parallel_size or 1,
-        quantization=args.quantization,
-        kv_cache_dtype=args.kv_cache_dtype or "auto",
-        max_model_len=None if args.max_model_len in (None, -1) else args.max_model_len,
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
-        enforce_eager=bool(args.enforce_eager),
-        spec_method=spec.get("method") if isinstance(spec, dict) else None,
-        spec_tokens=int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0,
-        async_scheduling=args.async_scheduling,
-        enable_prefix_caching=args.enable_prefix_caching,
-        block_size=args.block_size,
-        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype,
-        kv_offloading_size=getattr(args, "kv_offloading_size", None),  # an option of 0.33's table only
-    )

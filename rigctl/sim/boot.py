@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from rigctl.sim.memory import EngineConfig, MemoryPlan
+from rigctl.sim.memory import MemoryPlan
 from rigctl.sim.models import ModelSpec
 from rigctl.units import GIB
+from rigctl.vllm.flags import ServeFlags
 
 VERSION = "0.33.0"  # the vLLM the simulator is, unless started with --as-version
 LOGO = (
@@ -113,13 +114,13 @@ def _engine_failed(log: VllmLog, error: str) -> None:
     raise BootFailed(error)
 
 
-def engine_processes(cfg: EngineConfig) -> list[str]:
-    return [f"EngineCore_DP{d}" if cfg.dp > 1 else "EngineCore" for d in range(cfg.dp)]
+def engine_processes(cfg: ServeFlags) -> list[str]:
+    return [f"EngineCore_DP{d}" if cfg.data_parallel_size > 1 else "EngineCore" for d in range(cfg.data_parallel_size)]
 
 
 def run_boot(
     log: VllmLog,
-    cfg: EngineConfig,
+    cfg: ServeFlags,
     model: ModelSpec,
     plans: list[MemoryPlan],
     devices: list[int],
@@ -127,14 +128,15 @@ def run_boot(
     on_kv: Callable[[], None],
 ) -> None:
     """Write the boot log for `plans` (one per GPU); raise BootFailed after the explaining lines."""
-    worker = "Worker_TP0" if cfg.tp * cfg.pp > 1 else engine_processes(cfg)[0]
+    worker = "Worker_TP0" if cfg.tensor_parallel_size * cfg.pipeline_parallel_size > 1 else engine_processes(cfg)[0]
     first = plans[0]
     log(
         "EngineCore",
         "core.py:140",
         f"Initializing a V1 LLM engine (v{log.version}) with config: model='{cfg.model}', "
-        f"tensor_parallel_size={cfg.tp}, pipeline_parallel_size={cfg.pp}, data_parallel_size={cfg.dp}, "
-        f"max_seq_len={first.max_model_len}, kv_cache_dtype={cfg.kv_cache_dtype}, enforce_eager={cfg.enforce_eager}",
+        f"tensor_parallel_size={cfg.tensor_parallel_size}, pipeline_parallel_size={cfg.pipeline_parallel_size}, "
+        f"data_parallel_size={cfg.data_parallel_size}, max_seq_len={first.max_model_len}, "
+        f"kv_cache_dtype={cfg.kv_cache_dtype or 'auto'}, enforce_eager={cfg.enforce_eager}",
         offset=1,
     )
     for plan, device in zip(plans, devices, strict=True):
@@ -147,7 +149,7 @@ def run_boot(
                 "utilization or reduce GPU memory used by other processes.",
             )
     checkpoint("load")
-    load_seconds = first.weights * cfg.tp * cfg.pp / 1.6e9 / cfg.tp + 2.0
+    load_seconds = first.weights * cfg.pipeline_parallel_size / 1.6e9 + 2.0
     pause(load_seconds)
     if first.failure == "oom_load":
         free_gib = max(0.0, (first.free_at_start - first.weights * 0.8) / GIB)

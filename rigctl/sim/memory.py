@@ -18,73 +18,11 @@ from typing import Literal
 
 from rigctl.sim.models import ModelSpec
 from rigctl.units import GIB
-from rigctl.vllm.memory import (
-    MemoryFlags,
-    default_batched_tokens,
-    default_gpu_memory_utilization,
-    default_max_num_seqs,
-    plan_worker,
-)
+from rigctl.vllm.flags import ServeFlags
+from rigctl.vllm.memory import plan_worker
 from rigctl.vllm.weights import estimate, quant_family
 
 Failure = Literal["foreign_vram", "oom_load", "no_kv_memory", "max_model_len", "max_num_seqs"]
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """The flags of `vllm serve` the simulation responds to, with vLLM's defaults."""
-
-    model: str
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    quantization: str | None = None
-    kv_cache_dtype: str = "auto"
-    max_model_len: int | None = None  # None: the model's own
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    gpu_memory_utilization: float | None = None  # None: vLLM's default
-    kv_cache_memory_bytes: int | None = None
-    enforce_eager: bool = False
-    spec_method: str | None = None
-    spec_tokens: int = 0
-    async_scheduling: bool | None = None
-    enable_prefix_caching: bool | None = None
-    block_size: int | None = None
-    mamba_ssm_cache_dtype: str | None = None
-    kv_offloading_size: float | None = None  # GiB of host RAM for KV, summed over the TP ranks (0.33)
-
-    @property
-    def utilization(self) -> float:
-        return self.gpu_memory_utilization or default_gpu_memory_utilization()
-
-    @property
-    def mtp_tokens(self) -> int:
-        """Speculative tokens drafted by an MTP head (the only draft whose memory is modelled)."""
-        method = self.spec_method or ""
-        return self.spec_tokens if method == "mtp" or method.endswith("_mtp") else 0
-
-    def seqs(self, gpu_total: int) -> int:
-        return self.max_num_seqs or default_max_num_seqs(gpu_total)
-
-    def chunk(self, gpu_total: int) -> int:
-        return self.max_num_batched_tokens or default_batched_tokens(gpu_total)
-
-    def memory_flags(self) -> MemoryFlags:
-        return MemoryFlags(
-            tp=self.tp,
-            dp=self.dp,
-            max_model_len=self.max_model_len,
-            kv_cache_dtype=self.kv_cache_dtype,
-            spec_tokens=self.mtp_tokens,
-            utilization=self.utilization,
-            batched_tokens=self.max_num_batched_tokens,
-            eager=self.enforce_eager,
-            prefix_caching=self.enable_prefix_caching is not False,
-            block_size=self.block_size,
-            mamba_ssm_dtype=self.mamba_ssm_cache_dtype,
-            kv_cache_memory_bytes=self.kv_cache_memory_bytes,
-        )
 
 
 @dataclass(frozen=True)
@@ -115,10 +53,10 @@ class MemoryPlan:
         return self.weights + self.mtp_head + self.non_torch + self.graphs + max(self.kv_memory, 0) + self.activation
 
 
-def plan(model: ModelSpec, cfg: EngineConfig, total: int, free: int) -> MemoryPlan:
+def plan(model: ModelSpec, cfg: ServeFlags, total: int, free: int) -> MemoryPlan:
     dims = model.dims
-    weights = estimate(dims, quant_family(cfg.quantization or dims.quantization, cfg.model, dims.quant_bits))
-    worker = plan_worker(dims, weights, total, cfg.memory_flags())
+    weights = estimate(dims, quant_family(cfg.quantization or dims.quantization, cfg.model or "", dims.quant_bits))
+    worker = plan_worker(dims, weights, total, cfg)
     shape, pool = worker.shape, worker.pool
     budget = worker.budget
     per_group = -(-shape.attention_layers // shape.groups) if shape.linear_layers else 1
@@ -126,7 +64,7 @@ def plan(model: ModelSpec, cfg: EngineConfig, total: int, free: int) -> MemoryPl
         total=total,
         free_at_start=free,
         budget=int(total * cfg.utilization),
-        weights=budget.weights if budget else weights.main_bytes / cfg.tp,
+        weights=budget.weights if budget else weights.main_bytes / cfg.tensor_parallel_size,
         mtp_head=budget.mtp_head if budget else 0.0,
         activation=budget.activation if budget else 0.0,
         non_torch=budget.non_torch if budget else 0.0,

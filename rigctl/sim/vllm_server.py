@@ -33,13 +33,14 @@ from rigctl.sim.boot import (
 from rigctl.sim.claims import default_claims_dir, remove_claim, write_claim
 from rigctl.sim.engine import EngineReplica, EngineSim, Speed
 from rigctl.sim.http_api import Handler, SimServer
-from rigctl.sim.memory import EngineConfig, MemoryPlan, plan
+from rigctl.sim.memory import MemoryPlan, plan
 from rigctl.sim.models import ModelSpec, lookup
 from rigctl.sim.rig import SimulatedBackend
 from rigctl.sim.rigspec import RigSpec, load_rig
 from rigctl.sim.speeds import build_factors, card_of, prefill_tp_speedup
 from rigctl.sim.stats import Stats
 from rigctl.units import GIB
+from rigctl.vllm.flags import ServeFlags, flags_from_argv
 from rigctl.vllm.kvpool import kv_dtype_bytes
 from rigctl.vllm.options import load_option_table
 
@@ -92,11 +93,11 @@ def boot_regime() -> float:
     return 1.0 + noise * (2 * draw - 1)
 
 
-def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: RigSpec, devices: list[int]) -> EngineSim:
+def build_engine(cfg: ServeFlags, model: ModelSpec, plan0: MemoryPlan, rig: RigSpec, devices: list[int]) -> EngineSim:
     total = plan0.total
     # RIGCTL_SIM_SPEED compresses serving time the way RIGCTL_SIM_TIME_SCALE compresses boots.
     fast = float(os.environ.get("RIGCTL_SIM_SPEED", "1") or 1) * boot_regime()
-    prefill_build, decode_build = build_factors(cfg.quantization, cfg.model)  # the owners' figures (speeds.py)
+    prefill_build, decode_build = build_factors(cfg.quantization, cfg.model or "")  # the owners' figures (speeds.py)
     card, bandwidth = card_of(rig.gpus[devices[0]].name)
     eager = bool(cfg.enforce_eager)
     speed = Speed(
@@ -104,16 +105,16 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         * card.graphs_factor
         * bandwidth
         * (card.eager_factor if eager else 1.0)
-        * tp_speedup(rig, devices, cfg.tp)
+        * tp_speedup(rig, devices, cfg.tensor_parallel_size)
         * fast
         * decode_build,
         prefill_tps=model.decode_tps_tp1
         * 120
         * card.prefill_factor
-        * prefill_tp_speedup(tp_speedup(rig, devices, cfg.tp))
+        * prefill_tp_speedup(tp_speedup(rig, devices, cfg.tensor_parallel_size))
         * fast
         * prefill_build,
-        spec_tokens=cfg.spec_tokens,
+        spec_tokens=cfg.num_speculative_tokens,
         async_scheduling=bool(cfg.async_scheduling),
         acceptance_scale=float(os.environ.get("RIGCTL_SIM_ACCEPTANCE", "1") or 1),
         batch_slowdown=card.eager_slowdown if eager else card.batch_slowdown,
@@ -121,20 +122,22 @@ def build_engine(cfg: EngineConfig, model: ModelSpec, plan0: MemoryPlan, rig: Ri
         mtp_step_cost=card.mtp_step_cost,
         mtp_batch_cost=card.mtp_batch_cost,
     )
-    stats = Stats(cfg.dp, plan0.max_model_len, spec=cfg.spec_tokens > 0, offload=bool(cfg.kv_offloading_size))
+    stats = Stats(
+        cfg.data_parallel_size, plan0.max_model_len, spec=cfg.num_speculative_tokens > 0, offload=bool(cfg.kv_offloading_size)
+    )
     pool = plan0.context_tokens
     replicas = [
         EngineReplica(
             d,
             pool,
-            plan0.block_size if cfg.enable_prefix_caching is not False else 10**9,
+            plan0.block_size if cfg.prefix_caching else 10**9,
             cfg.seqs(total),
             cfg.chunk(total),
             speed,
             stats,
             random.Random(1234 + d),
         )
-        for d in range(cfg.dp)
+        for d in range(cfg.data_parallel_size)
     ]
     if cfg.kv_offloading_size:
         dims = model.dims
@@ -163,9 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     reject = frozenset(f for f in os.environ.get("RIGCTL_SIM_REJECT_FLAGS", "").split(",") if f)
     parser = sim_args.build_parser(load_option_table(version), reject=reject)
     ns = parser.parse_args(argv[1:])  # exits 2 on unknown flags, as vLLM does
-    cfg = sim_args.engine_config(ns)
+    # the one reader of a command line (rigctl/vllm/flags.py); the parser above only refuses what vLLM refuses
+    cfg = flags_from_argv(argv, table=load_option_table(version)).but(model=ns.model_tag)
+    name: str = ns.model_tag
     log = VllmLog(sys.stdout, os.getpid(), version)
-    log.banner(cfg.model)
+    log.banner(name)
     log("APIServer", "api_utils.py:286", f"non-default args: {non_default_args(ns)}")
     host = ns.host if ns.host is not None else "0.0.0.0"
     port = ns.port or 8000
@@ -179,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.raw(f"OSError: [Errno {exc.errno}] {exc.strerror}")
         return 1
     rig = load_rig(os.environ.get("RIGCTL_SIM") or DEFAULT_RIG)
-    model = lookup(cfg.model)
+    model = lookup(name)
     max_len = cfg.max_model_len or model.max_position
     if max_len > model.max_position and os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
         # vLLM refuses it in its config's validation, before any engine starts (the real CPU build's line)
@@ -193,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log("APIServer", "model.py:744", f"Resolved architecture: {model.architecture}")
     log("APIServer", "model.py:2170", f"Using max model len {max_len}")
     devices = visible_devices(rig)
-    needed = cfg.tp * cfg.pp * cfg.dp
+    needed = cfg.tensor_parallel_size * cfg.pipeline_parallel_size * cfg.data_parallel_size
     claims_dir = default_claims_dir()
     if needed > len(devices):
         log.raw(
@@ -245,19 +250,18 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # unwinds serve_forever in the main thread: a clean, logged shutdown
 
 
-def _titles(cfg: EngineConfig) -> list[str]:
-    if cfg.tp * cfg.pp == 1:
-        return [f"VLLM::EngineCore_DP{d}" if cfg.dp > 1 else "VLLM::EngineCore" for d in range(cfg.dp)]
-    return [
-        f"VLLM::Worker_DP{d}_TP{r}" if cfg.dp > 1 else f"VLLM::Worker_TP{r}" for d in range(cfg.dp) for r in range(cfg.tp * cfg.pp)
-    ]
+def _titles(cfg: ServeFlags) -> list[str]:
+    dp, ranks = cfg.data_parallel_size, cfg.tensor_parallel_size * cfg.pipeline_parallel_size
+    if ranks == 1:
+        return [f"VLLM::EngineCore_DP{d}" if dp > 1 else "VLLM::EngineCore" for d in range(dp)]
+    return [f"VLLM::Worker_DP{d}_TP{r}" if dp > 1 else f"VLLM::Worker_TP{r}" for d in range(dp) for r in range(ranks)]
 
 
 def serve(
     log: VllmLog,
     sock: socket.socket,
     ns: object,
-    cfg: EngineConfig,
+    cfg: ServeFlags,
     engine: EngineSim,
     plan0: MemoryPlan,
     host: str,
@@ -269,7 +273,7 @@ def serve(
     server.socket = sock
     server.server_activate()
     server.engine, server.log = engine, log
-    names = getattr(ns, "served_model_name", None) or [cfg.model]
+    names = getattr(ns, "served_model_name", None) or [cfg.model or ""]
     server.served_names = [str(n) for n in names]
     server.max_model_len = plan0.max_model_len
     # as vLLM: --api-key wins, else VLLM_API_KEY from the environment
@@ -281,12 +285,12 @@ def serve(
     blocks = int(plan0.kv_memory / (plan0.kv_bytes_per_token * plan0.block_size)) if plan0.kv_bytes_per_token else 0
     server.cache_info = {
         "block_size": str(plan0.block_size),
-        "cache_dtype": cfg.kv_cache_dtype,
-        "enable_prefix_caching": str(cfg.enable_prefix_caching is not False),
+        "cache_dtype": cfg.kv_cache_dtype or "auto",
+        "enable_prefix_caching": str(cfg.prefix_caching),
         "gpu_memory_utilization": str(cfg.utilization),
         "kv_cache_size_tokens": str(plan0.kv_tokens),
         "kv_cache_max_concurrency": f"{plan0.concurrency:.2f}",
-        "num_gpu_blocks": str(blocks * cfg.dp),
+        "num_gpu_blocks": str(blocks * cfg.data_parallel_size),
         "num_cpu_blocks": "0",
         "prefix_caching_hash_algo": "sha256",
     }
@@ -312,7 +316,7 @@ def serve(
         while not stop.wait(1.0):
             report_load(0.08 + 0.9 * engine.load())
             now = time.monotonic()
-            tokens = sum(engine.stats.counter_value("generation_tokens", e) for e in range(cfg.dp))
+            tokens = sum(engine.stats.counter_value("generation_tokens", e) for e in range(cfg.data_parallel_size))
             if tokens != last_tokens and now - last >= 10:
                 _stats_line(log, engine, cfg, tokens - last_tokens, now - last)
                 last_tokens, last = tokens, now
@@ -325,14 +329,14 @@ def serve(
         engine.stop()
 
 
-def _stats_line(log: VllmLog, engine: EngineSim, cfg: EngineConfig, tokens: float, seconds: float) -> None:
+def _stats_line(log: VllmLog, engine: EngineSim, cfg: ServeFlags, tokens: float, seconds: float) -> None:
     for d in range(len(engine_processes(cfg))):
         replica = engine.replicas[d]
         log(
             "APIServer",
             "loggers.py:271",
             f"Engine {d:03d}: Avg prompt throughput: 0.0 tokens/s, Avg generation "
-            f"throughput: {tokens / seconds / cfg.dp:.1f} tokens/s, Running: {len(replica.running)} reqs, Waiting: "
+            f"throughput: {tokens / seconds / cfg.data_parallel_size:.1f} tokens/s, Running: {len(replica.running)} reqs, Waiting: "
             f"{len(replica.waiting)} reqs, GPU KV cache usage: {replica.usage() * 100:.1f}%",
         )
 

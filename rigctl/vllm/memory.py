@@ -25,36 +25,13 @@ vLLM never keeps; the owners' TP2+MTP pool (350,518 tokens) is reproduced with 0
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from rigctl.units import GIB
+from rigctl.vllm.flags import ServeFlags, default_batched_tokens, default_gpu_memory_utilization
 from rigctl.vllm.kvpool import Pool, PoolShape, pool, pool_shape
 from rigctl.vllm.model import ModelDims
-from rigctl.vllm.options import load_option_table
 from rigctl.vllm.weights import Weights
-
-BIG_GPU = 70 * GIB  # vLLM picks larger scheduler defaults on cards at least this big
-
-
-@functools.cache
-def default_gpu_memory_utilization() -> float:
-    """vLLM's default, as its own parser declares it (0.92 in every wheel 0.20.1 to 0.33.0)."""
-    option = load_option_table().options.get("gpu_memory_utilization")
-    try:
-        return float(option.default) if option is not None and option.default else 0.92
-    except ValueError:
-        return 0.92
-
-
-def default_max_num_seqs(gpu_total: int) -> int:
-    """vLLM's max_num_seqs when none is given (the OpenAI server's usage context)."""
-    return 1024 if gpu_total >= BIG_GPU else 256
-
-
-def default_batched_tokens(gpu_total: int) -> int:
-    return 8192 if gpu_total >= BIG_GPU else 2048
-
 
 # Fitted constants (GiB); see the module docstring.
 ACTIVATION_BASE = 0.1
@@ -137,24 +114,6 @@ def worker_budget(
 
 
 @dataclass(frozen=True)
-class MemoryFlags:
-    """The `vllm serve` flags that size one worker's memory; None is vLLM's default."""
-
-    tp: int = 1
-    dp: int = 1
-    max_model_len: int | None = None  # None: the model's own maximum
-    kv_cache_dtype: str | None = None
-    spec_tokens: int = 0  # MTP speculative tokens
-    utilization: float | None = None
-    batched_tokens: int | None = None
-    eager: bool = False
-    prefix_caching: bool = True
-    block_size: int | None = None
-    mamba_ssm_dtype: str | None = None
-    kv_cache_memory_bytes: int | None = None  # sizes the pool exactly: the budget step is skipped
-
-
-@dataclass(frozen=True)
 class WorkerPlan:
     """One worker's memory as vLLM sizes it: the budget (None when the KV size is given) and the
     pool its KV memory buys."""
@@ -166,7 +125,7 @@ class WorkerPlan:
     max_model_len: int
 
 
-def model_max_len(dims: ModelDims, flags: MemoryFlags) -> int:
+def model_max_len(dims: ModelDims, flags: ServeFlags) -> int:
     return flags.max_model_len or dims.max_position or 4096
 
 
@@ -174,14 +133,20 @@ def plan_worker(
     dims: ModelDims,
     weights: Weights,
     gpu_total: int,
-    flags: MemoryFlags,
+    flags: ServeFlags,
     correction_gib: float = 0.0,
     available_kv_bytes: int | None = None,
 ) -> WorkerPlan:
     """The budget, then vLLM's exact bytes-to-blocks step. `available_kv_bytes` (a boot log's
     figure) or the flags' kv_cache_memory_bytes skip the budget."""
     shape = pool_shape(
-        dims, flags.tp, flags.kv_cache_dtype, flags.spec_tokens, flags.prefix_caching, flags.block_size, flags.mamba_ssm_dtype
+        dims,
+        flags.tensor_parallel_size,
+        flags.kv_cache_dtype,
+        flags.mtp_tokens,
+        flags.prefix_caching,
+        flags.block_size,
+        flags.mamba_ssm_cache_dtype,
     )
     length = model_max_len(dims, flags)
     budget = None
@@ -193,12 +158,12 @@ def plan_worker(
             gpu_total,
             weights.main_bytes,
             weights.mtp_bytes,
-            flags.tp,
-            flags.dp,
+            flags.tensor_parallel_size,
+            flags.data_parallel_size,
             utilization=flags.utilization,
-            batched_tokens=flags.batched_tokens,
-            eager=flags.eager,
-            mtp=flags.spec_tokens > 0,
+            batched_tokens=flags.max_num_batched_tokens,
+            eager=flags.enforce_eager,
+            mtp=flags.mtp_tokens > 0,
             correction_gib=correction_gib,
         )
         available = int(budget.available)

@@ -11,6 +11,7 @@ import pytest
 
 from rigctl.fit.advise import FitInputs, evaluate, layouts, recommend
 from rigctl.sim.rigspec import load_rig
+from rigctl.vllm.flags import ServeFlags
 from rigctl.vllm.kvpool import pool_shape
 from rigctl.vllm.model import dims_from_config, load_dims
 from rigctl.vllm.weights import estimate, quant_family
@@ -58,13 +59,16 @@ def inputs(
         Q27,
         estimate(Q27, quant_family(quant)),
         tuple(g.memory_total for g in gpus),
-        max_model_len=length,
-        kv_cache_dtype=kv,
-        spec_tokens=spec,
-        eager=eager,
-        max_num_seqs=max_num_seqs,
-        batched_tokens=batched_tokens,
-        utilization=utilization,
+        ServeFlags(
+            max_model_len=length,
+            kv_cache_dtype=kv,
+            speculative_method="mtp" if spec else None,
+            num_speculative_tokens=spec,
+            enforce_eager=eager,
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=batched_tokens,
+            gpu_memory_utilization=utilization,
+        ),
     )
 
 
@@ -94,7 +98,7 @@ def test_a_27b_at_17_gb_on_two_24_gb_cards_is_split() -> None:
 def test_a_3b_on_two_24_gb_cards_keeps_replicas() -> None:
     small = load_dims(config("qwen2.5-3b"))
     gpus = tuple(g.memory_total for g in load_rig("2x4090-pcie").gpus)
-    fit = FitInputs(small, estimate(small, "bf16"), gpus, max_model_len=32768, max_num_seqs=64)
+    fit = FitInputs(small, estimate(small, "bf16"), gpus, ServeFlags(max_model_len=32768, max_num_seqs=64))
     advice = recommend(fit, layouts(fit))
     assert advice is not None and (advice.tp, advice.dp) == (1, 2)
     assert "under half a GPU, keep a replica per GPU" in advice.why
@@ -102,7 +106,7 @@ def test_a_3b_on_two_24_gb_cards_keeps_replicas() -> None:
 
 def test_layouts_that_cannot_fit_are_explained() -> None:
     one = tuple(g.memory_total for g in load_rig("1x3090").gpus)
-    bf16 = FitInputs(Q27, estimate(Q27, "bf16"), one, max_model_len=32768)
+    bf16 = FitInputs(Q27, estimate(Q27, "bf16"), one, ServeFlags(max_model_len=32768))
     layout = evaluate(bf16, 1, 1)
     assert (
         not layout.fits

@@ -27,11 +27,11 @@ from rigctl.engine.prom import parse
 from rigctl.errors import RigctlError
 from rigctl.fit.advise import layouts, recommend
 from rigctl.fit.build import inputs_for
-from rigctl.fit.inputs import LaunchOptions
 from rigctl.record.prometheus import range_result, rows_of
 from rigctl.state.boots import BootRecord
 from rigctl.state.statefiles import ActiveState, ServerRecord
 from rigctl.vllm.bootlog import read_bootlog
+from rigctl.vllm.flags import ServeFlags
 from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 from rigctl.vllm.model import dims_from_config, load_dims
 from rigctl.vllm.weights import estimate, quant_family
@@ -87,9 +87,9 @@ CONFIG_KEYS = [
 def _fit(raw: dict[str, Any]) -> Any:
     """The whole fit a config feeds: dimensions, weights, every layout on 2x24 GiB, the advice."""
     dims = dims_from_config(raw, "config.json")
-    options = LaunchOptions(model="m", tp=2, max_model_len=131072, spec_tokens=2)
+    flags = ServeFlags(model="m", tensor_parallel_size=2, max_model_len=131072, speculative_method="mtp", num_speculative_tokens=2)
     weights = estimate(dims, quant_family(None, dims.name, dims.quant_bits))
-    inputs = inputs_for(options, dims, weights, (24 * GIB, 24 * GIB))
+    inputs = inputs_for(flags, dims, weights, (24 * GIB, 24 * GIB))
     found = layouts(inputs)
     recommend(inputs, found)
     for layout in found:

@@ -9,29 +9,32 @@ from __future__ import annotations
 
 import pytest
 
-from rigctl.sim.memory import EngineConfig, plan
+from rigctl.sim.memory import plan
 from rigctl.sim.models import lookup
 from rigctl.sim.rigspec import load_rig
+from rigctl.vllm.flags import ServeFlags
 
 AWQ = "Qwen/Qwen3.6-27B-AWQ"
 ROWS = [
     (
         "2x4090 W4A16 eager DP=2 (per replica) 32k",
         "2x4090-pcie",
-        EngineConfig(model=AWQ, dp=2, quantization="awq_marlin", max_model_len=32768, enforce_eager=True, max_num_seqs=8),
+        ServeFlags(
+            model=AWQ, data_parallel_size=2, quantization="awq_marlin", max_model_len=32768, enforce_eager=True, max_num_seqs=8
+        ),
         38_229,
     ),
     (
         "2x4090 W4A16 CUDA graphs MTP3 TP=2 32k",
         "2x4090-pcie",
-        EngineConfig(
+        ServeFlags(
             model=AWQ,
-            tp=2,
+            tensor_parallel_size=2,
             quantization="awq_marlin",
             kv_cache_dtype="fp8",
             max_model_len=32768,
-            spec_method="mtp",
-            spec_tokens=3,
+            speculative_method="mtp",
+            num_speculative_tokens=3,
             max_num_seqs=8,
         ),
         350_518,
@@ -39,9 +42,9 @@ ROWS = [
     (
         "2x3090 AutoRound W4A8 fp8 KV TP=2 131k",
         "2x3090-nvlink",
-        EngineConfig(
+        ServeFlags(
             model="Intel/Qwen3.6-27B-int4-AutoRound",
-            tp=2,
+            tensor_parallel_size=2,
             quantization="inc",
             kv_cache_dtype="fp8_e5m2",
             max_model_len=131072,
@@ -52,21 +55,33 @@ ROWS = [
     (
         "2x3090 AWQ W4A16 fp8 KV TP=2 131k",
         "2x3090-nvlink",
-        EngineConfig(model=AWQ, tp=2, quantization="awq_marlin", kv_cache_dtype="fp8_e5m2", max_model_len=131072, max_num_seqs=8),
+        ServeFlags(
+            model=AWQ,
+            tensor_parallel_size=2,
+            quantization="awq_marlin",
+            kv_cache_dtype="fp8_e5m2",
+            max_model_len=131072,
+            max_num_seqs=8,
+        ),
         610_212,
     ),
     (
         "2x3090 FP8 weights fp8 KV TP=2 131k",
         "2x3090-nvlink",
-        EngineConfig(
-            model="Qwen/Qwen3.6-27B-FP8", tp=2, quantization="fp8", kv_cache_dtype="fp8_e5m2", max_model_len=131072, max_num_seqs=8
+        ServeFlags(
+            model="Qwen/Qwen3.6-27B-FP8",
+            tensor_parallel_size=2,
+            quantization="fp8",
+            kv_cache_dtype="fp8_e5m2",
+            max_model_len=131072,
+            max_num_seqs=8,
         ),
         272_338,
     ),
     (
         "1x3090 4-bit mbt 2048 TP=1 180k",
         "1x3090",
-        EngineConfig(
+        ServeFlags(
             model=AWQ,
             quantization="awq_marlin",
             kv_cache_dtype="fp8_e5m2",
@@ -81,9 +96,9 @@ ROWS = [
 
 
 @pytest.mark.parametrize("label,rig,cfg,measured", ROWS, ids=[r[0] for r in ROWS])
-def test_kv_pool_within_10_percent_of_the_measured_one(label: str, rig: str, cfg: EngineConfig, measured: int) -> None:
+def test_kv_pool_within_10_percent_of_the_measured_one(label: str, rig: str, cfg: ServeFlags, measured: int) -> None:
     gpu = load_rig(rig).gpus[0]
-    result = plan(lookup(cfg.model), cfg, gpu.memory_total, gpu.memory_total - 333 * 2**20)
+    result = plan(lookup(cfg.model or ""), cfg, gpu.memory_total, gpu.memory_total - 333 * 2**20)
     assert result.failure is None
     assert abs(result.kv_tokens - measured) / measured <= 0.10, (label, result.kv_tokens, measured)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigctl.fit.inputs import options_from_argv
 from rigctl.vllm.argv import read_serve_argv
+from rigctl.vllm.flags import flags_from_argv
 from rigctl.vllm.options import load_option_table
 
 MTP = '{"method": "mtp", "num_speculative_tokens": 3}'
@@ -26,8 +26,15 @@ MTP = '{"method": "mtp", "num_speculative_tokens": 3}'
 def test_fit_reads_a_serve_line_as_vllm_does(
     argv: list[str], model: str, tp: int, dp: int, eager: bool, prefix: bool, spec: int
 ) -> None:
-    options = options_from_argv(argv)
-    assert (options.model, options.tp, options.dp, options.eager, options.prefix_caching, options.spec_tokens) == (
+    flags = flags_from_argv(argv)
+    assert (
+        flags.model,
+        flags.tensor_parallel_size,
+        flags.data_parallel_size,
+        flags.enforce_eager,
+        flags.prefix_caching,
+        flags.mtp_tokens,
+    ) == (
         model,
         tp,
         dp,
