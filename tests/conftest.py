@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from tests.support import leaks
 
 
@@ -80,7 +80,7 @@ def serve_ctx(monkeypatch: pytest.MonkeyPatch, profiles: Path) -> Iterator[Serve
     """A serve context on the simulated 2x3090 rig with the test profiles; stops what it started."""
     import argparse
 
-    from rigctl.cli.serving import make_context
+    from rigctl.cli.context import make_context
     from rigctl.serve import switch as transaction
 
     monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")

@@ -14,7 +14,7 @@ from rigctl.bench.checks import CheckedPlan
 from rigctl.bench.live import ArmProgress
 from rigctl.bench.noise import Noise, keep, spread, workload_key
 from rigctl.bench.run import BenchResult, run_bench
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 
 MIN_RUNS, MAX_RUNS = 3, 12
 

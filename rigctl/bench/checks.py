@@ -14,8 +14,9 @@ from rigctl.profiles.schema import ProfileError
 from rigctl.profiles.summary import Change, launch_diff
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import preflight
+from rigctl.serve.context import ServeContext
 from rigctl.serve.looked import serving_name
-from rigctl.serve.steps import Prepared, ServeContext, prepare
+from rigctl.serve.steps import Prepared, prepare
 
 # Where the server listens and what it calls itself change nothing about how it serves.
 NOT_A_CHANGE = frozenset({"--port", "--host", "--served-model-name"})

@@ -32,10 +32,11 @@ from rigctl.bench.plan import BenchPlan
 from rigctl.bench.rawdir import RawDir
 from rigctl.bench.verdict import Verdict, decide
 from rigctl.errors import ExitCode, RigctlError
+from rigctl.serve.context import ServeContext
 from rigctl.serve.launchers import launcher_of
 from rigctl.serve.lock import RigLock
 from rigctl.serve.looked import left_behind, serving_name
-from rigctl.serve.steps import Prepared, ServeContext
+from rigctl.serve.steps import Prepared
 from rigctl.serve.switch import SwitchOutcome, switch
 from rigctl.state import boots
 from rigctl.state.serving import find_running

@@ -7,8 +7,8 @@ import argparse
 import datetime as dt
 
 from rigctl.cli import common
+from rigctl.cli.context import make_context
 from rigctl.cli.profile_import import source_from_pid
-from rigctl.cli.serving import make_context
 from rigctl.errors import RigctlError
 from rigctl.profiles import importing
 from rigctl.profiles.edit import import_profile

@@ -22,7 +22,7 @@ from rigctl.bench.report import list_rows, reload, render
 from rigctl.bench.run import run_bench
 from rigctl.cli import common
 from rigctl.cli.bench_console import Console
-from rigctl.cli.serving import make_context
+from rigctl.cli.context import make_context
 from rigctl.errors import BadInputError
 from rigctl.serve.looked import serving_name
 from rigctl.signals import two_stage_interrupt

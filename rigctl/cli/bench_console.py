@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict
 
 from rigctl.bench.live import ArmProgress, progress_line
-from rigctl.serve.bootwatch import Event
+from rigctl.serve.context import Event
 
 
 class Console:

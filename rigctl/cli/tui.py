@@ -50,7 +50,7 @@ def refuse_dumb_terminal() -> None:
 
 
 def run_tui(args: argparse.Namespace, initial: str | None = None) -> int:
-    from rigctl.cli.serving import make_context
+    from rigctl.cli.context import make_context
 
     refuse_dumb_terminal()
     from rigctl.tui.app import make_app  # Textual is only imported here
@@ -140,7 +140,7 @@ def run_demo(args: argparse.Namespace) -> int:
     finally:
         if load:
             load.stop()
-        from rigctl.cli.serving import make_context
+        from rigctl.cli.context import make_context
         from rigctl.serve import switch as transaction
 
         transaction.stop(make_context(args))

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _restarter(args: argparse.Namespace) -> Callable[[], RestartResult]:
     """The supervisor's restart: `rigctl start` of the last good profile, as the command would."""
-    from rigctl.cli.serving import make_context
+    from rigctl.cli.context import make_context
     from rigctl.serve import switch as transaction
     from rigctl.watch.supervisor import RestartResult
 

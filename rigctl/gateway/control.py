@@ -16,11 +16,13 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigctl import paths
-from rigctl.gateway.door import Gateway
 from rigctl.gateway.hold import AppsSeen
+
+if TYPE_CHECKING:  # a switch's side of the channel (DoorClient, seen) must not load the door's data path
+    from rigctl.gateway.door import Gateway
 
 LINE_LIMIT = 64 * 1024
 

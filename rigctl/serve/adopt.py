@@ -19,8 +19,8 @@ from rigctl.errors import BadInputError, RigctlError
 from rigctl.proc import start_id, start_time
 from rigctl.profiles.importing import is_vllm_launch
 from rigctl.redact import redact_argv
+from rigctl.serve.context import ServeContext
 from rigctl.serve.lock import RigLock
-from rigctl.serve.steps import ServeContext
 from rigctl.state.statefiles import ActiveState, ServerRecord, read_record_once, write_record, write_state
 from rigctl.vllm.argv import read_serve_argv
 from rigctl.vllm.options import OptionTable

@@ -12,10 +12,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from rigctl.engine.client import EngineClient
 from rigctl.redact import redact_text
+from rigctl.serve.context import Event
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.verify import Verification
 from rigctl.state import discover
@@ -23,29 +23,6 @@ from rigctl.state.statefiles import ServerRecord
 from rigctl.vllm.bootlog import BootLogReader, BootReport, Failure
 
 ERROR_GRACE = 10.0  # seconds a process may keep running after logging a fatal error
-
-
-# what a switch says as it goes: a step of it, a boot phase, a log line, the command it runs, a
-# warning, the failure, and how it ended
-EventKind = Literal["step", "phase", "line", "command", "warning", "failure", "outcome"]
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: EventKind
-    text: str
-    profile: str | None = None
-    seconds: float | None = None
-
-
-def to_both(first: Callable[[Event], None], second: Callable[[Event], None]) -> Callable[[Event], None]:
-    """One listener that hands each event to `first`, then `second` (the caller's and the TUI's)."""
-
-    def both(event: Event) -> None:
-        first(event)
-        second(event)
-
-    return both
 
 
 @dataclass(frozen=True)

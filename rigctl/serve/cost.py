@@ -15,8 +15,9 @@ from rigctl.errors import RigctlError
 from rigctl.fit.check import predicted_pool
 from rigctl.profiles.summary import Change, launch_diff
 from rigctl.serve import preflight
+from rigctl.serve.context import ServeContext
 from rigctl.serve.drain import in_flight
-from rigctl.serve.steps import Prepared, ServeContext, prepare
+from rigctl.serve.steps import Prepared, prepare
 from rigctl.serve.switch import SwitchOptions, refusal_before_stop
 from rigctl.serve.verify_spec import apps_lose
 from rigctl.state import boots

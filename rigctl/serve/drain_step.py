@@ -9,10 +9,10 @@ import dataclasses
 from rigctl.gateway.control import ControlError, DoorClient
 from rigctl.gateway.hold import AppsSeen
 from rigctl.serve import front_door
+from rigctl.serve.context import ServeContext
 from rigctl.serve.drain import Drained, in_flight
 from rigctl.serve.drain import drain as drain_requests
 from rigctl.serve.launchers import Launcher
-from rigctl.serve.steps import ServeContext
 from rigctl.state.statefiles import ServerRecord
 
 

@@ -4,7 +4,7 @@ before a switch, and for the last line of a switch or bench left at a second Ctr
 from __future__ import annotations
 
 from rigctl.engine.client import EngineClient
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state.serving import find_running
 from rigctl.state.statefiles import ServerRecord
 

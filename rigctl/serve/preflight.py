@@ -18,7 +18,7 @@ from rigctl.gpu.model import GpuProcess, GpuSample
 from rigctl.profiles.settings import Setting, gpus_needed
 from rigctl.profiles.vllm_args import LaunchSpec
 from rigctl.serve import front_door
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state import discover
 from rigctl.state.statefiles import ServerRecord
 from rigctl.units import GIB

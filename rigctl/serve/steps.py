@@ -13,23 +13,19 @@ import dataclasses
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from rigctl import paths
-from rigctl.config import Settings
 from rigctl.engine.client import EngineClient
 from rigctl.fit.check import CheckedProfile, check_profile, model_max_len
-from rigctl.gpu.model import RigInfo
-from rigctl.gpu.sampler import RigSampler
 from rigctl.profiles.schema import Profile, ProfileError
 from rigctl.profiles.settings import ResolvedSettings
-from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_args import LaunchSpec
-from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve import front_door
-from rigctl.serve.bootwatch import BootResult, Event, EventKind, not_started, watch_boot
+from rigctl.serve.bootwatch import BootResult, not_started, watch_boot
+from rigctl.serve.context import ServeContext
 from rigctl.serve.launchers import Launcher
 from rigctl.serve.verify import not_verified, run_verify
 from rigctl.serve.verify_spec import VerifySpec, spec_for
@@ -40,47 +36,6 @@ from rigctl.vllm.bootlog import BootReport, Failure
 from rigctl.vllm.options import OptionTable
 
 ROLLBACK_MARGIN = 1.5  # a rollback may take this many times its last recorded boot
-
-
-class Interrupt:
-    """Ctrl-C during a switch. Before anything is touched it simply leaves; once a server
-    has been stopped, the first Ctrl-C asks the boot to stop and the rollback to run, and
-    a second one leaves at once."""
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()  # set by the first Ctrl-C; cleared once the boot it stopped is gone
-        self.touched = False  # a server has been stopped or started
-        self.pressed = False
-
-    def reset(self) -> None:
-        """A new step begins (the bench's next switch): a Ctrl-C that stopped the last one must not
-        stop this one. The same object, so whoever presses it (the CLI's SIGINT handler) still does."""
-        self.requested.clear()
-        self.touched = False
-        self.pressed = False
-
-    def press(self) -> bool:
-        """Record one Ctrl-C; True when the caller should leave at once (KeyboardInterrupt)."""
-        if not self.touched or self.pressed:
-            return True
-        self.pressed = True
-        self.requested.set()
-        return False
-
-
-@dataclass
-class ServeContext:
-    settings: Settings
-    launcher: Launcher
-    store: ProfileStore
-    tables: OptionTables  # the option table of the vLLM each profile's command runs
-    rig: RigInfo | None
-    sampler: RigSampler | None = None
-    on_event: Callable[[Event], None] = field(default=lambda event: None)
-    interrupt: Interrupt = field(default_factory=Interrupt)
-
-    def say(self, kind: EventKind, text: str, profile: str | None = None) -> None:
-        self.on_event(Event(kind, text, profile))
 
 
 @dataclass(frozen=True)

@@ -20,21 +20,14 @@ from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
 from rigctl.serve import preflight
 from rigctl.serve.bootwatch import BootResult, not_started
+from rigctl.serve.context import ServeContext
 from rigctl.serve.drain import Drained
 from rigctl.serve.drain_step import DoorHold, drain_before_stop
 from rigctl.serve.ending import ending_of
 from rigctl.serve.launchers import launcher_of
 from rigctl.serve.lock import RigLock
 from rigctl.serve.looked import left_behind
-from rigctl.serve.steps import (
-    Prepared,
-    ServeContext,
-    boot,
-    boot_timeout,
-    prepare,
-    rollback_timeout,
-    stop_server,
-)
+from rigctl.serve.steps import Prepared, boot, boot_timeout, prepare, rollback_timeout, stop_server
 from rigctl.serve.verify_spec import apps_lose, tool_flags_missing
 from rigctl.state.journal import Action, SwitchStatus, append_ending
 from rigctl.state.serving import RunningServer, find_running

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterable
 from functools import partial
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 from textual.app import SystemCommand
@@ -14,44 +15,54 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker
 
-from rigctl.bench.launch import LaunchedBench
 from rigctl.bench.live import read_live
 from rigctl.config import Settings, load_settings
 from rigctl.gpu.sampler import RigSampler
 from rigctl.observe.pipeline import LivePipeline
 from rigctl.profiles.vllm_version import OptionTables
-from rigctl.serve import switch as transaction
-from rigctl.serve.bootwatch import Event, to_both
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import Event, ServeContext, to_both
 from rigctl.state.serving import observe
 from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import SwitchProgress
 from rigctl.tui.palette import rig_commands
-from rigctl.tui.screens.bench import BenchScreen
-from rigctl.tui.screens.boot import BootScreen
-from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.dashboard import DashboardScreen
-from rigctl.tui.screens.help import HelpScreen, help_rows
-from rigctl.tui.screens.history import HistoryScreen
-from rigctl.tui.screens.logs import LogScreen
-from rigctl.tui.screens.processes import ProcessesScreen
-from rigctl.tui.screens.profiles import ProfilesScreen
-from rigctl.tui.screens.rigs import RigsScreen
-from rigctl.tui.screens.trends import TrendsScreen
 from rigctl.tui.serving_actions import ServingApp
 from rigctl.tui.theme import ThemeKeeper
 
-SCREENS = {
-    "dashboard": DashboardScreen,
-    "profiles": ProfilesScreen,
-    "logs": LogScreen,
-    "history": HistoryScreen,
-    "bench": BenchScreen,
-    "processes": ProcessesScreen,
-    "trends": TrendsScreen,
-    "rigs": RigsScreen,
-}
-HELP_SCOPES = {**SCREENS, "boot panel": BootScreen, "confirm": ConfirmScreen}
+if TYPE_CHECKING:
+    from rigctl.tui.screens.processes import ProcessesScreen
+    from rigctl.tui.screens.profiles import ProfilesScreen
+    from rigctl.tui.screens.trends import TrendsScreen
+
+# The main screens. Each but the dashboard is imported and built the first time it is shown: the
+# first frame waits for the dashboard alone (docs/guide/costs.md).
+SCREENS = ("dashboard", "profiles", "logs", "history", "bench", "processes", "trends", "rigs")
+
+
+def help_scopes() -> dict[str, type[Screen[Any]]]:
+    """Every screen's class by the name the help gives it (imported now: the help lists their keys)."""
+    from rigctl.tui.screens.bench import BenchScreen
+    from rigctl.tui.screens.boot import BootScreen
+    from rigctl.tui.screens.confirm import ConfirmScreen
+    from rigctl.tui.screens.history import HistoryScreen
+    from rigctl.tui.screens.logs import LogScreen
+    from rigctl.tui.screens.processes import ProcessesScreen
+    from rigctl.tui.screens.profiles import ProfilesScreen
+    from rigctl.tui.screens.rigs import RigsScreen
+    from rigctl.tui.screens.trends import TrendsScreen
+
+    return {
+        "dashboard": DashboardScreen,
+        "profiles": ProfilesScreen,
+        "logs": LogScreen,
+        "history": HistoryScreen,
+        "bench": BenchScreen,
+        "processes": ProcessesScreen,
+        "trends": TrendsScreen,
+        "rigs": RigsScreen,
+        "boot panel": BootScreen,
+        "confirm": ConfirmScreen,
+    }
 
 
 class RigApp(ServingApp):
@@ -116,16 +127,7 @@ class RigApp(ServingApp):
         self.monitor = self.pipeline.monitor
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
-        self.profiles = ProfilesScreen(
-            sampler.info, serve.tables if serve else OptionTables(self.settings.vllm_command, cached_only=True)
-        )
-        self.logs = LogScreen(self.settings)
-        self.history = HistoryScreen(id="history")
-        self.bench = BenchScreen(id="bench")
-        self.processes = ProcessesScreen(id="processes")
-        self.trends = TrendsScreen(id="trends")
-        self.rigs = RigsScreen(id="rigs")
-        self.boot: BootScreen | None = None
+        self.boot = None
         self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.pipeline)
 
     def _switch_event(self, event: Event) -> None:
@@ -133,8 +135,7 @@ class RigApp(ServingApp):
 
     def on_mount(self) -> None:
         self.themes.apply()
-        for name in SCREENS:
-            self.install_screen(getattr(self, name), name)
+        self.install_screen(self.dashboard, "dashboard")
         self.push_screen("dashboard")
         if self.poll_interval:
             self._poll_loop_worker = self._poll_loop(self.poll_interval, max(self.poll_interval, self.settings.metrics_interval))
@@ -147,6 +148,8 @@ class RigApp(ServingApp):
         if cut is not None and cut.cut_short:
             self.notify(cut.note(observe(self.settings).active_profile), title="bench cut short", severity="warning", timeout=30)
         if self.initial_switch:
+            from rigctl.serve import switch as transaction
+
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 
     def on_unmount(self) -> None:
@@ -174,8 +177,10 @@ class RigApp(ServingApp):
         self.exit()
 
     def action_help(self) -> None:
+        from rigctl.tui.screens.help import HelpScreen, help_rows
+
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(help_rows(self, HELP_SCOPES)))
+            self.push_screen(HelpScreen(help_rows(self, help_scopes())))
 
     def action_refresh(self) -> None:
         self.poll_now()
@@ -184,8 +189,58 @@ class RigApp(ServingApp):
         """Show one of the main screens; dialogs and the boot panel above it are closed first."""
         while len(self.screen_stack) > 2:
             self.pop_screen()
-        if self.screen is not self.get_screen(name):
+        if self.screen is not self.main_screen(name):
             self.switch_screen(name)
+
+    def main_screen(self, name: str) -> Screen[Any]:
+        """One of SCREENS, built and installed the first time it is asked for."""
+        if not self.is_screen_installed(name):
+            self.install_screen(self._build(name), name)
+        return self.get_screen(name)
+
+    def _build(self, name: str) -> Screen[Any]:
+        if name == "profiles":
+            from rigctl.tui.screens.profiles import ProfilesScreen
+
+            tables = self.serve.tables if self.serve else OptionTables(self.settings.vllm_command, cached_only=True)
+            return ProfilesScreen(self.sampler.info, tables)
+        if name == "logs":
+            from rigctl.tui.screens.logs import LogScreen
+
+            return LogScreen(self.settings)
+        if name == "history":
+            from rigctl.tui.screens.history import HistoryScreen
+
+            return HistoryScreen(id=name)
+        if name == "bench":
+            from rigctl.tui.screens.bench import BenchScreen
+
+            return BenchScreen(id=name)
+        if name == "processes":
+            from rigctl.tui.screens.processes import ProcessesScreen
+
+            return ProcessesScreen(id=name)
+        if name == "trends":
+            from rigctl.tui.screens.trends import TrendsScreen
+
+            return TrendsScreen(id=name)
+        if name == "rigs":
+            from rigctl.tui.screens.rigs import RigsScreen
+
+            return RigsScreen(id=name)
+        raise KeyError(name)
+
+    @property
+    def profiles(self) -> ProfilesScreen:
+        return cast("ProfilesScreen", self.main_screen("profiles"))
+
+    @property
+    def processes(self) -> ProcessesScreen:
+        return cast("ProcessesScreen", self.main_screen("processes"))
+
+    @property
+    def trends(self) -> TrendsScreen:
+        return cast("TrendsScreen", self.main_screen("trends"))
 
     def action_show_dashboard(self) -> None:
         self.go("dashboard")
@@ -224,6 +279,8 @@ class RigApp(ServingApp):
     @work(thread=True, group="bench", exit_on_error=False, description="A bench started from the palette")
     def _run_bench(self, plan: str) -> None:
         self.call_from_thread(self.go, "bench")
+        from rigctl.bench.launch import LaunchedBench
+
         ending = LaunchedBench(plan).wait()
         severity = "information" if ending.ok else "error"
         self.call_from_thread(self.notify, ending.message(), title="bench", severity=severity, timeout=30)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from textual import work
 from textual.app import App
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.worker import Worker, get_current_worker
 
 from rigctl.bench.live import read_live
@@ -30,7 +32,6 @@ class PollingApp(SaysWorkerErrors, App[None]):
     # set by RigApp's __init__
     monitor: Monitor
     dashboard: DashboardScreen
-    processes: ProcessesScreen
     alerts: TuiAlerts
     _wake: threading.Event
     _poll_loop_worker: Worker[None] | None
@@ -39,6 +40,10 @@ class PollingApp(SaysWorkerErrors, App[None]):
     _tick_running: bool
     _tick_again: bool
     _rig_failing: bool
+
+    def made_screen(self, name: str) -> Screen[Any] | None:
+        """An installed screen, if it was built already (the main screens are built when first shown)."""
+        return self.get_screen(name) if self.is_screen_installed(name) else None
 
     def notify(
         self,
@@ -124,8 +129,8 @@ class PollingApp(SaysWorkerErrors, App[None]):
             self._rig_failing = False
             self.dashboard.mark_stale(False)
         self.dashboard.show(snapshot)
-        if self.screen is self.processes:
-            self.processes.show(snapshot)
+        if isinstance(self.screen, ProcessesScreen):
+            self.screen.show(snapshot)
         self.alerts.on_rig(snapshot)
 
     def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:

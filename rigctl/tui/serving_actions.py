@@ -5,6 +5,7 @@ notification. RigApp is this app with its screens, keys and navigation."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.worker import Worker
@@ -12,25 +13,24 @@ from textual.worker import Worker
 from rigctl.bench.live import read_live, settle
 from rigctl.errors import RigctlError
 from rigctl.jsonio import DamagedFile
-from rigctl.serve import switch as transaction
-from rigctl.serve.cost import SwitchCost, switch_cost
+from rigctl.serve.context import ServeContext
 from rigctl.serve.lock import rig_held_by
-from rigctl.serve.steps import ServeContext
-from rigctl.serve.switch import SwitchOutcome
 from rigctl.state.boots import expected_boot, read_all
 from rigctl.state.statefiles import read_record
 from rigctl.tui.messages import SwitchFinished, SwitchProgress, SwitchRequested
 from rigctl.tui.polling import PollingApp
-from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import CUT, ConfirmScreen
-from rigctl.tui.screens.profiles import ProfilesScreen
+
+if TYPE_CHECKING:  # the switch and its screens are imported when one is asked for, not at the TUI's start
+    from rigctl.serve.cost import SwitchCost
+    from rigctl.serve.switch import SwitchOutcome
+    from rigctl.tui.screens.boot import BootScreen
 
 
 class ServingApp(PollingApp):
     # set by RigApp's __init__
     serve: ServeContext | None
     boot: BootScreen | None
-    profiles: ProfilesScreen
     _serve_worker: Worker[None] | None
 
     @property
@@ -68,6 +68,8 @@ class ServingApp(PollingApp):
 
     @work(thread=True, group="cost", exclusive=True, exit_on_error=False, description="What a switch costs")
     def _cost_of_switch(self, name: str, detail: str) -> None:
+        from rigctl.serve.cost import switch_cost
+
         assert self.serve is not None
         try:
             cost: SwitchCost | None = switch_cost(self.serve, name)
@@ -79,6 +81,8 @@ class ServingApp(PollingApp):
         self.call_from_thread(self._ask_switch, name, cost, detail)
 
     def _ask_switch(self, name: str, cost: SwitchCost | None, detail: str) -> None:
+        from rigctl.serve import switch as transaction
+
         running = bool(cost and cost.running_requests)
 
         def answered(answer: str | None) -> None:
@@ -105,6 +109,8 @@ class ServingApp(PollingApp):
         return record.profile if self._can_serve() else None
 
     def action_restart(self) -> None:
+        from rigctl.serve import switch as transaction
+
         if name := self._served_profile("restart"):
             self._confirm(
                 f"Restart {name}?",
@@ -120,6 +126,8 @@ class ServingApp(PollingApp):
 
     def start_serving_action(self, name: str, action: Callable[[ServeContext], SwitchOutcome]) -> None:
         # Installed, so leaving it (d, p, ...) keeps it alive and b brings it back mid-boot.
+        from rigctl.tui.screens.boot import BootScreen
+
         while len(self.screen_stack) > 2:
             self.pop_screen()
         if self.boot is not None and self.is_screen_installed("boot"):
@@ -131,6 +139,8 @@ class ServingApp(PollingApp):
         self._serve_worker = self._run_serving(name, action)
 
     def _start_stop(self, name: str) -> None:
+        from rigctl.serve import switch as transaction
+
         self.notify(f"stopping {name}...", timeout=3)
         self._serve_worker = self._run_serving(name, transaction.stop)
 
@@ -168,5 +178,9 @@ class ServingApp(PollingApp):
         if self.boot is not None and not self.boot.done:
             self.boot.finish(text, ok)
         self.notify(text, title=title, severity="information" if ok else "error", timeout=15)
-        self.profiles.action_reload()
+        from rigctl.tui.screens.profiles import ProfilesScreen
+
+        profiles = self.made_screen("profiles")
+        if isinstance(profiles, ProfilesScreen):  # one never shown reads the profiles when it is
+            profiles.action_reload()
         self.poll_now()

@@ -17,7 +17,7 @@ from rigctl.engine.client import Probe
 from rigctl.gpu.nvml import NvmlBackend
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.sim.rigspec import load_rig
 from rigctl.state.serving import ServingStatus, observe
 from rigctl.state.statefiles import read_record

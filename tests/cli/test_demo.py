@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from rigctl.cli.serving import make_context
+from rigctl.cli.context import make_context
 from rigctl.cli.tui import DEMO_FAILS, DEMO_TOO_LONG, prepare_demo_home
 from rigctl.errors import ExitCode
 from rigctl.profiles.schema import ProfileError

@@ -124,7 +124,7 @@ def test_no_tui_screen_shows_a_planted_secret(planted: Rig, monkeypatch: pytest.
 async def _screens(rig: Rig) -> None:
     import argparse
 
-    from rigctl.cli.serving import make_context
+    from rigctl.cli.context import make_context
     from tests.tui.helpers import app_for, poll, screen_text, settle
 
     ctx = make_context(argparse.Namespace(sim=os.environ["RIGCTL_SIM"]))

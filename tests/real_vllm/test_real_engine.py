@@ -111,7 +111,7 @@ def test_the_dashboard_shows_the_real_pool_and_max_model_len(real: RealRig, monk
 async def _dashboard(real: RealRig) -> None:
     import argparse
 
-    from rigctl.cli.serving import make_context
+    from rigctl.cli.context import make_context
     from rigctl.gpu.sampler import RigSampler
     from rigctl.sim.rig import SimulatedBackend
     from rigctl.sim.rigspec import load_rig

@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Log, OptionList
 
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.tui.app import RigApp
 from rigctl.tui.screens.confirm import ConfirmScreen
 from rigctl.tui.screens.rigs import RemoteSwitchScreen, RigProfilesScreen

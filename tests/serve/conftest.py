@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rigctl.cli.serving import make_context
+from rigctl.cli.context import make_context
 from rigctl.serve import switch as transaction
-from rigctl.serve.bootwatch import Event
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import Event, ServeContext
 
 RIG = "2x3090-nvlink"
 

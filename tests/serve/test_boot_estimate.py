@@ -7,7 +7,7 @@ import asyncio
 from textual.widgets import Static
 
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state.boots import BootRecord, expected_boot, read_all
 from tests.tui.helpers import Seen, app_for, poll, wait_switch
 

@@ -24,7 +24,7 @@ SHIPPED = sorted(
 def test_every_shipped_pair_has_a_cost_and_nothing_is_touched(
     rig: str, isolated_dirs: Path, port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rigctl.cli.serving import make_context
+    from rigctl.cli.context import make_context
 
     monkeypatch.setenv("RIGCTL_SIM", rig)
     monkeypatch.setenv("RIGCTL_SIM_TIME_SCALE", "0.002")

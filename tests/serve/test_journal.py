@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rigctl.serve import switch as transaction
+from rigctl.serve.context import ServeContext
 from rigctl.serve.drain import Drained
 from rigctl.serve.ending import ending_of
-from rigctl.serve.steps import ServeContext
 from rigctl.serve.verify import Check, Verification
 from rigctl.state import journal
 from rigctl.state.journal import Ending, JournalReader, append_ending, journal_file, read_endings

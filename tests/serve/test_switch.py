@@ -17,9 +17,8 @@ import pytest
 from rigctl.errors import ExitCode
 from rigctl.profiles.schema import ProfileError
 from rigctl.serve import switch as transaction
-from rigctl.serve.bootwatch import Event
+from rigctl.serve.context import Event, ServeContext
 from rigctl.serve.lock import RigBusyError
-from rigctl.serve.steps import ServeContext
 from rigctl.sim.claims import default_claims_dir, write_claim
 from rigctl.state import boots
 from rigctl.state.statefiles import read_record, read_state

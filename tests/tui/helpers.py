@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from rigctl.config import Settings
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.tui.app import RigApp, make_app
 from rigctl.tui.messages import Polled, SwitchFinished
 from tests.support import present

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from rigctl.config import load_settings
 from rigctl.gpu.sampler import RigSampler
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.sim.rigspec import load_rig
 from rigctl.state.statefiles import read_record
 from rigctl.tui.app import RigApp, make_app

@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from rigctl.cli import main
-from rigctl.cli.serving import make_context
+from rigctl.cli.context import make_context
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state.statefiles import read_record
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from tests.support import present

@@ -12,9 +12,9 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state.statefiles import read_record
-from rigctl.tui.app import HELP_SCOPES, RigApp
+from rigctl.tui.app import RigApp, help_scopes
 from rigctl.tui.messages import Polled, SwitchFinished
 from rigctl.tui.screens.boot import BootScreen
 from rigctl.tui.screens.confirm import ConfirmScreen
@@ -156,7 +156,7 @@ async def check_for(action: str, app: RigApp, pilot: Pilot[Any], seen: Seen) -> 
 
 def rows_to_press(app: RigApp) -> list[tuple[str, str, str]]:
     """(scope, key, action) for every help row; quit last, the confirm 'yes' just before it."""
-    rows = [(r.scope, first_key(r.keys), r.action) for r in help_rows(app, HELP_SCOPES)]
+    rows = [(r.scope, first_key(r.keys), r.action) for r in help_rows(app, help_scopes())]
     for key in ("n,escape",):  # the second key of a row is exercised too where it differs in kind
         rows.append(("confirm", key.split(",")[1], "screen.answer(None)"))
     order = {"screen.answer('yes')": 1, "app.quit": 2}
@@ -202,7 +202,7 @@ def test_help_screen_shows_keys_and_explains_na(serve_ctx: ServeContext) -> None
             await poll(app, pilot)
             await pilot.press("question_mark")
             text = screen_text(app)
-            for row in help_rows(app, HELP_SCOPES)[:8]:  # the first rows are on screen without scrolling
+            for row in help_rows(app, help_scopes())[:8]:  # the first rows are on screen without scrolling
                 assert key_label(row.keys) in text
             help_screen = app.screen
             assert isinstance(help_screen, HelpScreen)

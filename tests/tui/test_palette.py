@@ -12,7 +12,7 @@ from textual.widgets import Input
 
 from rigctl.bench.plan_file import plans_dir
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state.serving import observe
 from rigctl.tui.screens.confirm import ConfirmScreen
 from tests.tui.helpers import Seen, app_for, poll, settle, wait_for

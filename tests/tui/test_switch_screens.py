@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 
 from rigctl.bench.live import ArmProgress, LiveWriter
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state.statefiles import read_record
 from rigctl.tui.app import RigApp
 from rigctl.tui.messages import SwitchFinished

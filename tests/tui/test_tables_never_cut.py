@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static, TabbedContent
 from rigctl.bench.rawdir import bench_dir
 from rigctl.record.store import RecordWriter
 from rigctl.serve import switch as transaction
-from rigctl.serve.steps import ServeContext
+from rigctl.serve.context import ServeContext
 from rigctl.state.boots import BootRecord, append
 from rigctl.tui.app import SCREENS
 from tests.record.test_derive import row
