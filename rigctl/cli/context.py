@@ -6,34 +6,44 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from rigctl.backends import open_backend, selected_sim
+from rigctl.backends import selected_sim
 from rigctl.cli import common
-from rigctl.config import load_settings
+from rigctl.config import Settings, load_settings
 from rigctl.errors import NoDriverError, RigctlError
-from rigctl.gpu.sampler import RigSampler
-from rigctl.profiles.store import ProfileStore
-from rigctl.profiles.vllm_version import OptionTables
 from rigctl.serve.context import Event, ServeContext
-from rigctl.serve.launchers import SIM_COMMAND, make_launcher
+
+if TYPE_CHECKING:
+    from rigctl.gpu.sampler import RigSampler
 
 
 def make_context(
-    args: argparse.Namespace, on_event: Callable[[Event], None] | None = None, with_host: bool = False
+    args: argparse.Namespace,
+    on_event: Callable[[Event], None] | None = None,
+    with_host: bool = False,
+    sampler: RigSampler | None = None,
+    settings: Settings | None = None,
 ) -> ServeContext:
     """The serving context of a command: its settings, launcher, profiles, option tables and rig.
-    `with_host`: its sampler reads the host's CPU and memory too (the TUI's header)."""
-    settings = load_settings()
+    `with_host`: its sampler reads the host's CPU and memory too (the TUI's header). `sampler` and
+    `settings`: already opened and read (the TUI's, which draws its first frame before this)."""
+    # imported here, not above: the TUI makes its context after its first frame (docs/guide/costs.md)
+    from rigctl.profiles.store import ProfileStore
+    from rigctl.profiles.vllm_version import OptionTables
+    from rigctl.serve.launchers import SIM_COMMAND, make_launcher
+
+    settings = settings or load_settings()
     sim = selected_sim(getattr(args, "sim", None))
-    try:
-        sampler: RigSampler | None = RigSampler(open_backend(sim), with_host=with_host)
-    except NoDriverError as exc:
-        if not common.serves_without_a_driver(settings):
-            raise RigctlError(
-                f"{exc}; or, to serve without an NVIDIA driver (a CPU build of vLLM), set [server] "
-                "vllm_command (or launcher) in config.toml"
-            ) from exc
-        sampler = None
+    if sampler is None:
+        try:
+            sampler = common.open_sampler(args, with_host)
+        except NoDriverError as exc:
+            if not common.serves_without_a_driver(settings):
+                raise RigctlError(
+                    f"{exc}; or, to serve without an NVIDIA driver (a CPU build of vLLM), set [server] "
+                    "vllm_command (or launcher) in config.toml"
+                ) from exc
     return ServeContext(
         settings=settings,
         launcher=make_launcher(settings, "process" if sim else None, sim),

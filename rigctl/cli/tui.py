@@ -50,22 +50,21 @@ def refuse_dumb_terminal() -> None:
 
 
 def run_tui(args: argparse.Namespace, initial: str | None = None) -> int:
+    from functools import partial
+
     from rigctl.cli.context import make_context
+    from rigctl.config import load_settings
 
     refuse_dumb_terminal()
     from rigctl.tui.app import make_app  # Textual is only imported here
 
-    ctx = make_context(args, with_host=True)  # the TUI header shows the host's figures too
-    if ctx.sampler is None:
-        from rigctl.backends import open_backend, selected_sim
-
-        open_backend(selected_sim(getattr(args, "sim", None)))  # raises the one-line no-driver error
-    sampler = ctx.sampler
-    assert sampler is not None
+    settings = load_settings()
+    # the TUI header shows the host's figures too; no driver is the one-line error, here
+    sampler = common.open_sampler(args, with_host=True)
     try:
-        make_app(
-            sampler, ctx, settings=ctx.settings, poll_interval=ctx.settings.rig_interval, initial_switch=initial, record=True
-        ).run()
+        # the serving context (launcher, profiles, option tables) is made after the first frame
+        serve = partial(make_context, args, sampler=sampler, settings=settings)
+        make_app(sampler, serve, settings=settings, poll_interval=settings.rig_interval, initial_switch=initial, record=True).run()
     finally:
         sampler.close()
     return 0

@@ -50,6 +50,8 @@ class BackgroundRecorder:
                 seen = self._queue.get(timeout=0.5)
             except queue.Empty:
                 continue
+            if self._stop.is_set():  # woken by stop(): what it put there is no observation
+                return
             if isinstance(seen, AlertChange):
                 if self.keeper.recording:  # a change seen while the service kept the record is the service's
                     self.keeper.record_change(seen)
@@ -67,6 +69,10 @@ class BackgroundRecorder:
 
     def stop(self) -> None:
         self._stop.set()
+        try:  # wakes the thread now, not at its next half-second look: quitting the TUI waits for it
+            self._queue.put_nowait(None)
+        except queue.Full:
+            pass  # it is busy with what is queued, and sees the stop before the next
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.keeper.close()

@@ -8,8 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from rigctl.state.logtail import OWN_POLLS
-
+# uvicorn's access lines for what rigctl itself asks every second: noise in a tail that is
+# there to show what vLLM says. The log screen and the file keep them.
+OWN_POLLS = re.compile(r'"GET /(?:metrics|health|v1/models|version) HTTP/1\.[01]" 200')
 ERROR = re.compile(r"\b(ERROR|CRITICAL|Traceback|Error:|Exception|OutOfMemoryError|failed)\b")
 WARNING = re.compile(r"\bWARNING\b")
 

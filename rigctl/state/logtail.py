@@ -7,20 +7,16 @@ the rest.
 
 from __future__ import annotations
 
-import re
-
 from rigctl.config import Settings
 from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_lines
+from rigctl.state.logfilter import OWN_POLLS
 from rigctl.state.logfollow import FileFollower
 from rigctl.state.servers import LogFollower, view_for
 from rigctl.state.statefiles import ServerRecord, read_record
 
 BATCH = 2000
 BACKLOG_BYTES = 256 * 1024  # where a viewer starts in a long log: far more than a screen of lines
-# uvicorn's access lines for what rigctl itself asks every second: noise in a tail that is
-# there to show what vLLM says. The log screen and the file keep them.
-OWN_POLLS = re.compile(r'"GET /(?:metrics|health|v1/models|version) HTTP/1\.[01]" 200')
 
 
 class TailReader:

@@ -6,14 +6,16 @@ record (observe/pipeline.py): when the watch service runs, it does that, and the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rigctl.alerts.model import AlertChange
-from rigctl.engine.poller import EngineState
-from rigctl.gpu.model import RigSnapshot
-from rigctl.observe.pipeline import LivePipeline
 from rigctl.severity import NotifySeverity, for_notify
-from rigctl.state.serving import ServingStatus
+
+if TYPE_CHECKING:
+    from rigctl.alerts.model import AlertChange
+    from rigctl.engine.poller import EngineState
+    from rigctl.gpu.model import RigSnapshot
+    from rigctl.observe.pipeline import LivePipeline
+    from rigctl.state.serving import ServingStatus
 
 
 class Notify(Protocol):  # App.notify, as much of it as is used here

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -15,21 +15,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker
 
-from rigctl.bench.live import read_live
 from rigctl.config import Settings, load_settings
-from rigctl.gpu.sampler import RigSampler
-from rigctl.observe.pipeline import LivePipeline
-from rigctl.profiles.vllm_version import OptionTables
+from rigctl.errors import RigctlError
 from rigctl.serve.context import Event, ServeContext, to_both
-from rigctl.state.serving import observe
-from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import SwitchProgress
-from rigctl.tui.palette import rig_commands
 from rigctl.tui.screens.dashboard import DashboardScreen
 from rigctl.tui.serving_actions import ServingApp
 from rigctl.tui.theme import ThemeKeeper
 
 if TYPE_CHECKING:
+    from rigctl.gpu.sampler import RigSampler
     from rigctl.tui.screens.processes import ProcessesScreen
     from rigctl.tui.screens.profiles import ProfilesScreen
     from rigctl.tui.screens.trends import TrendsScreen
@@ -98,18 +93,22 @@ class RigApp(ServingApp):
     def __init__(
         self,
         sampler: RigSampler,
-        serve: ServeContext | None = None,
+        serve: ServeContext | Callable[[], ServeContext] | None = None,
         settings: Settings | None = None,
         poll_interval: float | None = 1.0,
         initial_switch: str | None = None,
         record: bool = False,
     ) -> None:
+        """`serve`: the serving context, or what makes it after the first frame (the CLI's)."""
         super().__init__()
         self.sampler = sampler
-        # the app's own view of the caller's context: its events reach the caller's listener and the
-        # app's screens both, and the caller's context is left as it was given
-        self.serve = dataclasses.replace(serve, on_event=to_both(serve.on_event, self._switch_event)) if serve else None
-        self.settings = settings or (serve.settings if serve else load_settings())
+        self.serve: ServeContext | None = None
+        self._make_serve: Callable[[], ServeContext] | None = None
+        if isinstance(serve, ServeContext):
+            self.serve = self._with_events(serve)
+        elif serve is not None:
+            self._make_serve = serve
+        self.settings = settings or (serve.settings if isinstance(serve, ServeContext) else load_settings())
         self.themes = ThemeKeeper(self, self.settings)
         self.poll_interval = poll_interval
         self.initial_switch = initial_switch
@@ -121,14 +120,17 @@ class RigApp(ServingApp):
         self._wake = threading.Event()
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0
-        # the one live pipeline `rigctl watch` runs too: this app renders its ticks, and keeps the
-        # record only while no watch service does
-        self.pipeline = LivePipeline(sampler, self.settings, self._record_note, service=False, record=record)
-        self.monitor = self.pipeline.monitor
+        self._record = record
+        self._live = None
+        self._live_lock = threading.Lock()
         self._rig_failing = False
         self.dashboard = DashboardScreen(sampler.info, self.settings)
         self.boot = None
-        self.alerts = TuiAlerts(self.notify, self.dashboard.show_alerts, self.pipeline)
+
+    def _with_events(self, serve: ServeContext) -> ServeContext:
+        """The app's own view of the caller's context: its events reach the caller's listener and the
+        app's screens both, and the caller's context is left as it was given."""
+        return dataclasses.replace(serve, on_event=to_both(serve.on_event, self._switch_event))
 
     def _switch_event(self, event: Event) -> None:
         self.post_message(SwitchProgress(event))  # from the switch's thread: Textual's messages are thread-safe
@@ -137,6 +139,22 @@ class RigApp(ServingApp):
         self.themes.apply()
         self.install_screen(self.dashboard, "dashboard")
         self.push_screen("dashboard")
+        # The first frame waits for the dashboard alone; what observes and serves is made after it
+        # (docs/guide/costs.md).
+        self.call_after_refresh(self._go_live)
+
+    def _go_live(self) -> None:
+        """The serving context, the live pipeline and its poll, the record; then the switch asked
+        for on the command line."""
+        from rigctl.bench.live import read_live
+        from rigctl.state.serving import observe
+
+        if self._make_serve is not None:
+            make, self._make_serve = self._make_serve, None
+            try:
+                self.serve = self._with_events(make())
+            except RigctlError as exc:  # the rig is still watched; switching says it needs a launcher
+                self.notify(f"{exc}: switching is off in this session", severity="error", timeout=30)
         if self.poll_interval:
             self._poll_loop_worker = self._poll_loop(self.poll_interval, max(self.poll_interval, self.settings.metrics_interval))
         else:
@@ -154,13 +172,8 @@ class RigApp(ServingApp):
 
     def on_unmount(self) -> None:
         self._wake.set()  # the poll loop sees it is cancelled now, not at its next tick
-        self.pipeline.close()
-
-    # From the record's thread (App.notify is thread-safe): trouble with the record, once while it
-    # lasts, and the hand-over to a watch service. (A hit-rate regression is an alert: judged with
-    # the next tick.)
-    def _record_note(self, text: str) -> None:
-        self.notify(text, title="serving record", severity="warning", timeout=15)
+        if self._live is not None:
+            self._live[0].close()
 
     # -- navigation ------------------------------------------------------------------
 
@@ -200,6 +213,7 @@ class RigApp(ServingApp):
 
     def _build(self, name: str) -> Screen[Any]:
         if name == "profiles":
+            from rigctl.profiles.vllm_version import OptionTables
             from rigctl.tui.screens.profiles import ProfilesScreen
 
             tables = self.serve.tables if self.serve else OptionTables(self.settings.vllm_command, cached_only=True)
@@ -262,6 +276,8 @@ class RigApp(ServingApp):
         self.go("bench")
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        from rigctl.tui.palette import rig_commands
+
         yield from super().get_system_commands(screen)
         store = self.serve.store if self.serve else None
         yield from rig_commands(store, self.go, self.request_switch, self.action_restart, self.action_stop, self.request_bench)
@@ -305,7 +321,7 @@ class RigApp(ServingApp):
 
 def make_app(
     sampler: RigSampler,
-    serve: ServeContext | None = None,
+    serve: ServeContext | Callable[[], ServeContext] | None = None,
     poll_interval: float | None = 1.0,
     initial_switch: str | None = None,
     settings: Settings | None = None,

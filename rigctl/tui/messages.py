@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from rigctl.bench.live import LiveBench
-from rigctl.engine.poller import EngineState
-from rigctl.gpu.model import RigSnapshot
-from rigctl.serve.context import Event
-from rigctl.state.logtail import TailReader
-from rigctl.state.serving import ServingStatus
-
 if TYPE_CHECKING:  # the transaction loads when a switch is asked for, not with the app
+    from rigctl.bench.live import LiveBench
+    from rigctl.engine.poller import EngineState
+    from rigctl.gpu.model import RigSnapshot
+    from rigctl.serve.context import Event
     from rigctl.serve.switch import SwitchOutcome
+    from rigctl.state.logtail import TailReader
+    from rigctl.state.serving import ServingStatus
 
 
 class Polled(Message):

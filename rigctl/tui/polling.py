@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 from textual.app import App
@@ -16,23 +16,30 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, get_current_worker
 
-from rigctl.bench.live import read_live
-from rigctl.engine.poller import EngineState
-from rigctl.gpu.model import RigSnapshot
-from rigctl.monitor import Monitor
-from rigctl.state.serving import ServingStatus
-from rigctl.tui.alerting import TuiAlerts
 from rigctl.tui.messages import Polled
-from rigctl.tui.screens.dashboard import DashboardScreen
-from rigctl.tui.screens.processes import ProcessesScreen
 from rigctl.tui.worker_errors import SaysWorkerErrors
+
+if TYPE_CHECKING:  # the pipeline is built after the first frame, and imported then
+    from rigctl.config import Settings
+    from rigctl.engine.poller import EngineState
+    from rigctl.gpu.model import RigSnapshot
+    from rigctl.gpu.sampler import RigSampler
+    from rigctl.monitor import Monitor
+    from rigctl.observe.pipeline import LivePipeline
+    from rigctl.state.serving import ServingStatus
+    from rigctl.tui.alerting import TuiAlerts
+    from rigctl.tui.screens.dashboard import DashboardScreen
+    from rigctl.tui.screens.processes import ProcessesScreen
 
 
 class PollingApp(SaysWorkerErrors, App[None]):
     # set by RigApp's __init__
-    monitor: Monitor
+    sampler: RigSampler
+    settings: Settings
     dashboard: DashboardScreen
-    alerts: TuiAlerts
+    _record: bool
+    _live: tuple[LivePipeline, TuiAlerts] | None
+    _live_lock: threading.Lock
     _wake: threading.Event
     _poll_loop_worker: Worker[None] | None
     _tick_worker: Worker[None] | None
@@ -40,6 +47,36 @@ class PollingApp(SaysWorkerErrors, App[None]):
     _tick_running: bool
     _tick_again: bool
     _rig_failing: bool
+
+    @property
+    def pipeline(self) -> LivePipeline:
+        """The one live pipeline `rigctl watch` runs too: this app renders its ticks, and keeps the
+        record only while no watch service does. Built after the first frame (or when first asked)."""
+        return self._observing()[0]
+
+    @property
+    def monitor(self) -> Monitor:
+        return self._observing()[0].monitor
+
+    @property
+    def alerts(self) -> TuiAlerts:
+        return self._observing()[1]
+
+    def _observing(self) -> tuple[LivePipeline, TuiAlerts]:
+        with self._live_lock:  # the main thread after the first frame, or a tick `r` started before it
+            if self._live is None:
+                from rigctl.observe.pipeline import LivePipeline
+                from rigctl.tui.alerting import TuiAlerts
+
+                pipeline = LivePipeline(self.sampler, self.settings, self._record_note, service=False, record=self._record)
+                self._live = (pipeline, TuiAlerts(self.notify, self.dashboard.show_alerts, pipeline))
+            return self._live
+
+    # From the record's thread (App.notify is thread-safe): trouble with the record, once while it
+    # lasts, and the hand-over to a watch service. (A hit-rate regression is an alert: judged with
+    # the next tick.)
+    def _record_note(self, text: str) -> None:
+        self.notify(text, title="serving record", severity="warning", timeout=15)
 
     def made_screen(self, name: str) -> Screen[Any] | None:
         """An installed screen, if it was built already (the main screens are built when first shown)."""
@@ -79,6 +116,8 @@ class PollingApp(SaysWorkerErrors, App[None]):
 
     @work(thread=True, group="poll", exit_on_error=False, description="Sampling the GPUs and /metrics")
     def _one_tick(self) -> None:
+        from rigctl.bench.live import read_live
+
         try:
             while True:
                 engine, serving = self.monitor.poll_engine_now()
@@ -96,6 +135,8 @@ class PollingApp(SaysWorkerErrors, App[None]):
 
     @work(thread=True, group="poll-loop", exit_on_error=False, description="Sampling the GPUs and /metrics")
     def _poll_loop(self, interval: float, metrics_interval: float) -> None:
+        from rigctl.bench.live import read_live
+
         worker = get_current_worker()
         next_engine = 0.0
         while not worker.is_cancelled:
@@ -129,8 +170,9 @@ class PollingApp(SaysWorkerErrors, App[None]):
             self._rig_failing = False
             self.dashboard.mark_stale(False)
         self.dashboard.show(snapshot)
-        if isinstance(self.screen, ProcessesScreen):
-            self.screen.show(snapshot)
+        processes = self.made_screen("processes")
+        if processes is not None and self.screen is processes:
+            cast("ProcessesScreen", processes).show(snapshot)
         self.alerts.on_rig(snapshot)
 
     def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:

@@ -10,18 +10,15 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.worker import Worker
 
-from rigctl.bench.live import read_live, settle
 from rigctl.errors import RigctlError
 from rigctl.jsonio import DamagedFile
-from rigctl.serve.context import ServeContext
-from rigctl.serve.lock import rig_held_by
-from rigctl.state.boots import expected_boot, read_all
-from rigctl.state.statefiles import read_record
 from rigctl.tui.messages import SwitchFinished, SwitchProgress, SwitchRequested
 from rigctl.tui.polling import PollingApp
-from rigctl.tui.screens.confirm import CUT, ConfirmScreen
 
-if TYPE_CHECKING:  # the switch and its screens are imported when one is asked for, not at the TUI's start
+# What serves and what asks is imported when an action is asked for, not at the TUI's start
+# (its first frame waits for the dashboard alone: docs/guide/costs.md).
+if TYPE_CHECKING:
+    from rigctl.serve.context import ServeContext
     from rigctl.serve.cost import SwitchCost
     from rigctl.serve.switch import SwitchOutcome
     from rigctl.tui.screens.boot import BootScreen
@@ -44,6 +41,8 @@ class ServingApp(PollingApp):
         if self.serving_action_running:
             self.notify("a switch, restart or stop is already running", severity="warning")
             return False
+        from rigctl.serve.lock import rig_held_by
+
         holder = rig_held_by()
         if holder is not None:  # a bench (or a switch from another terminal): asking would only be refused after
             self.notify(f"the rig is busy: {holder} holds it; try again when it ends", severity="warning", timeout=10)
@@ -51,6 +50,8 @@ class ServingApp(PollingApp):
         return True
 
     def _confirm(self, question: str, detail: str, then: Callable[[], object]) -> None:
+        from rigctl.tui.screens.confirm import ConfirmScreen
+
         def answered(answer: str | None) -> None:
             if answer:
                 then()
@@ -82,6 +83,7 @@ class ServingApp(PollingApp):
 
     def _ask_switch(self, name: str, cost: SwitchCost | None, detail: str) -> None:
         from rigctl.serve import switch as transaction
+        from rigctl.tui.screens.confirm import CUT, ConfirmScreen
 
         running = bool(cost and cost.running_requests)
 
@@ -98,6 +100,8 @@ class ServingApp(PollingApp):
 
     def _served_profile(self, verb: str) -> str | None:
         """The profile of the server rigctl started, if there is one to `verb` now."""
+        from rigctl.state.statefiles import read_record
+
         try:
             record = read_record()
         except DamagedFile as exc:
@@ -126,6 +130,7 @@ class ServingApp(PollingApp):
 
     def start_serving_action(self, name: str, action: Callable[[ServeContext], SwitchOutcome]) -> None:
         # Installed, so leaving it (d, p, ...) keeps it alive and b brings it back mid-boot.
+        from rigctl.state.boots import expected_boot, read_all
         from rigctl.tui.screens.boot import BootScreen
 
         while len(self.screen_stack) > 2:
@@ -146,6 +151,8 @@ class ServingApp(PollingApp):
 
     @work(thread=True, group="serve", exit_on_error=False, description="Switching, restarting or stopping")
     def _run_serving(self, name: str, action: Callable[[ServeContext], SwitchOutcome]) -> None:
+        from rigctl.bench.live import read_live, settle
+
         assert self.serve is not None
         cut = read_live()
         try:

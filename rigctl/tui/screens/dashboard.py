@@ -4,17 +4,13 @@ terminal the server log. It adapts: narrow (<100 columns) stacks and drops the m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from rigctl.bench.live import LiveBench
-from rigctl.config import Settings
-from rigctl.engine.poller import EngineState
-from rigctl.gpu.model import RigInfo, RigSnapshot
-from rigctl.state.logtail import TailReader
-from rigctl.state.serving import ServingStatus
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar
@@ -22,6 +18,14 @@ from rigctl.tui.widgets.lines_widget import LinesWidget
 from rigctl.tui.widgets.log_tail import LogTail
 from rigctl.tui.widgets.serving_bar import ServingBar
 from rigctl.tui.widgets.topology_panel import TopologyPanel
+
+if TYPE_CHECKING:
+    from rigctl.bench.live import LiveBench
+    from rigctl.config import Settings
+    from rigctl.engine.poller import EngineState
+    from rigctl.gpu.model import RigInfo, RigSnapshot
+    from rigctl.state.logtail import TailReader
+    from rigctl.state.serving import ServingStatus
 
 NARROW = 100  # columns: below, panels stack and the matrix collapses
 SHORT = 30  # rows: below, the interconnect shows its essentials only

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.text import Text
 
 from rigctl import fmt
-from rigctl.engine.poller import EngineState
-from rigctl.engine.report import quantiles
-from rigctl.state.serving import ServingStatus
 from rigctl.tui.levels import level
 from rigctl.tui.ringbuffer import RingBuffer
 from rigctl.tui.widgets.bars import level_style, meter_line, spark, theme_style
 from rigctl.tui.widgets.lines_widget import LinesWidget
+
+if TYPE_CHECKING:
+    from rigctl.engine.poller import EngineState
+    from rigctl.state.serving import ServingStatus
 
 
 def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str, str]:
@@ -41,6 +43,8 @@ def engine_lines(state: EngineState, serving: ServingStatus | None) -> dict[str,
         f"{fmt.count(f.preemptions if f else None)}  prompt {fmt.number(f.prompt_tps if f else None, 0)} "
         f"gen {fmt.number(f.generation_tps if f else None, 1)} tok/s"
     )
+    from rigctl.engine.report import quantiles  # here: the first frame draws no engine (docs/guide/costs.md)
+
     window = f" ({f.latency_seconds:.0f} s)" if f and f.latency_seconds else ""
     latency = f"TTFT {quantiles(f, 'ttft')}  TPOT {quantiles(f, 'tpot')}{window}" if f else "TTFT n/a  TPOT n/a"
     extra = []

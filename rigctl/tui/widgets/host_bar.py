@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rigctl import fmt
-from rigctl.gpu.model import RigSnapshot
 from rigctl.tui.widgets.text_line import TextLine
+
+if TYPE_CHECKING:
+    from rigctl.gpu.model import RigSnapshot
 
 
 def host_text(snapshot: RigSnapshot) -> str:

@@ -8,6 +8,7 @@ the GPUs, so the dashboard still repaints once a second.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -15,13 +16,15 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from rigctl.config import Settings
 from rigctl.state.logfilter import LogFilter
 from rigctl.state.logtail import TailReader
 from rigctl.tui.messages import LogLines
 from rigctl.tui.widgets.server_log import LogHighlighter, ServerLog
 from rigctl.tui.widgets.tail_view import TailView
 from rigctl.tui.worker_errors import SaysWorkerErrors
+
+if TYPE_CHECKING:
+    from rigctl.config import Settings
 
 # Seconds between reads. Each read that finds lines scrolls and repaints the visible tail,
 # so this sets the tail's CPU cost beside vLLM (benchmarks/bench_tui.py): a panel on the

@@ -4,10 +4,13 @@ fires, the alerts (the lasting mark a notification that faded leaves behind)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rigctl.bench.live import LiveBench
-from rigctl.state.serving import ServingStatus
 from rigctl.tui.widgets.text_line import TextLine
+
+if TYPE_CHECKING:
+    from rigctl.bench.live import LiveBench
+    from rigctl.state.serving import ServingStatus
 
 
 def bench_text(live: LiveBench | None) -> str:
