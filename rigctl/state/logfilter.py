@@ -11,6 +11,11 @@ from typing import Literal
 # uvicorn's access lines for what rigctl itself asks every second: noise in a tail that is
 # there to show what vLLM says. The log screen and the file keep them.
 OWN_POLLS = re.compile(r'"GET /(?:metrics|health|v1/models|version) HTTP/1\.[01]" 200')
+# uvicorn's access line of any request answered (2xx, 3xx), bare or behind vLLM's process prefix:
+# one a request, so under load they push everything vLLM says (its throughput lines, warnings) off
+# a short tail within seconds. The dashboard's tail leaves them to the log screen; the access line
+# of a refused or failed request (4xx, 5xx) stays.
+ANSWERED_REQUESTS = re.compile(r'INFO:\s+\S+ - "[A-Z]+ [^"]* HTTP/[\d.]+" [23]\d\d\b')
 ERROR = re.compile(r"\b(ERROR|CRITICAL|Traceback|Error:|Exception|OutOfMemoryError|failed)\b")
 WARNING = re.compile(r"\bWARNING\b")
 

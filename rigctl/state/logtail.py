@@ -7,10 +7,11 @@ the rest.
 
 from __future__ import annotations
 
+import re
+
 from rigctl.config import Settings
 from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_lines
-from rigctl.state.logfilter import OWN_POLLS
 from rigctl.state.logfollow import FileFollower
 from rigctl.state.servers import LogFollower, view_for
 from rigctl.state.statefiles import ServerRecord, read_record
@@ -22,9 +23,10 @@ BACKLOG_BYTES = 256 * 1024  # where a viewer starts in a long log: far more than
 class TailReader:
     """Not thread-safe: one reader thread at a time."""
 
-    def __init__(self, settings: Settings, hide_own_polls: bool = False) -> None:
+    def __init__(self, settings: Settings, hide: re.Pattern[str] | None = None) -> None:
+        """`hide`: the lines it never hands out (a tail's choice; state/logfilter.py)."""
         self.settings = settings
-        self.hide_own_polls = hide_own_polls
+        self.hide = hide
         self._record: ServerRecord | None = None
         self._follower: LogFollower | None = None
         self._started = False
@@ -48,8 +50,8 @@ class TailReader:
                 f"server log: {current.log_path or current.launcher}" if current else "server log: no server started by rigctl yet"
             )
         lines = self._follower.read_new() if self._follower else []
-        if lines and self.hide_own_polls:
-            lines = [line for line in lines if not OWN_POLLS.search(line)]
+        if lines and self.hide is not None:
+            lines = [line for line in lines if not self.hide.search(line)]
         return title, redact_lines(lines[-BATCH:])
 
     def close(self) -> None:

@@ -9,8 +9,10 @@ import re
 import signal
 from pathlib import Path
 
+import httpx
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from rigctl.config import load_settings
 from rigctl.gpu.sampler import RigSampler
@@ -201,9 +203,16 @@ def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     asyncio.run(scenario())
 
 
-def test_rigctl_own_polls_are_hidden_on_the_dashboard_and_the_log_screen_until_o(serve_ctx: ServeContext) -> None:
+def test_the_dashboard_tail_leaves_answered_requests_to_the_log_screen_which_hides_rigctl_polls_until_o(
+    serve_ctx: ServeContext,
+) -> None:
+    """Under load an access line a request buries vLLM's own words in a 20-line tail: the tail keeps
+    what vLLM says and the requests it refused; the log screen has every line."""
     assert transaction.switch(serve_ctx, "good").status == "switched"
+    record = present(read_record(), "the record")
+    model = record.served_names[0]
     app = app_for(serve_ctx)
+    answered, refused = '"POST /v1/completions HTTP/1.1" 200', '"POST /v1/completions HTTP/1.1" 404'
 
     async def lines_of(tail_id: str, pilot: Pilot[None], want: str) -> list[str]:
         for _ in range(60):
@@ -216,13 +225,21 @@ def test_rigctl_own_polls_are_hidden_on_the_dashboard_and_the_log_screen_until_o
     async def scenario() -> None:
         async with app.run_test(size=(160, 48)) as pilot:
             await poll(app, pilot)  # rigctl's own GET /metrics, /health, /v1/models reach the log
+            async with httpx.AsyncClient(base_url=record.base_url, timeout=60) as client:
+                done = await client.post("/v1/completions", json={"model": model, "prompt": "hi", "max_tokens": 2})
+                assert done.status_code == 200
+                assert (await client.post("/v1/completions", json={"model": "nope", "prompt": "hi"})).status_code == 404
             await poll(app, pilot)
-            tail = await lines_of("dashboard-log", pilot, "Application startup complete")
+            tail = await lines_of("dashboard-log", pilot, refused)
             assert any("Application startup complete" in line for line in tail)
-            assert not any('"GET /metrics HTTP/1.1" 200' in line for line in tail)
+            assert any(refused in line for line in tail)
+            assert not any(answered in line or '"GET /metrics HTTP/1.1" 200' in line for line in tail)
+            title = str(app.screen.query_one("#dashboard-log .log-title", Static).content)
+            assert title.endswith("(answered requests: l)")
             await pilot.press("l")
-            full = await lines_of("log-screen-tail", pilot, "Application startup complete")
+            full = await lines_of("log-screen-tail", pilot, answered)
             assert any("Application startup complete" in line for line in full)
+            assert any(answered in line for line in full) and any(refused in line for line in full)
             assert not any('"GET /metrics HTTP/1.1" 200' in line for line in full)
             await pilot.press("o")  # kept all along: shown now
             full = await lines_of("log-screen-tail", pilot, '"GET /metrics HTTP/1.1" 200')

@@ -100,3 +100,23 @@ def test_at_80_columns_a_long_line_wraps_and_rewraps_at_a_new_width(isolated_dir
             assert list(view.lines) == [LINES[0], long]  # wide enough now: whole again
 
     asyncio.run(scenario())
+
+
+def test_answered_requests_are_every_2xx_3xx_access_line_of_the_real_engines_logs() -> None:
+    """The dashboard tail's filter over the access lines of real vLLM logs (the CPU build's and a
+    statslog sample, bare and behind vLLM's process prefix): every answered request, never vLLM's
+    own words, and never a refused or failed request."""
+    from rigctl.state.logfilter import ANSWERED_REQUESTS
+
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    lines = [
+        line
+        for name in ("vllm-cpu/good-compile.log", "vllm/statslog_0.20.1_1.log")
+        for line in (fixtures / name).read_text().splitlines()
+    ]
+    access = [line for line in lines if ' HTTP/1.1" ' in line]
+    assert len(access) >= 8 and any(line.startswith("(APIServer") for line in access)
+    assert all(ANSWERED_REQUESTS.search(line) for line in access if '" 200 OK' in line)
+    assert not any(ANSWERED_REQUESTS.search(line) for line in lines if ' HTTP/1.1" ' not in line)
+    for refused in ("400 Bad Request", "404 Not Found", "500 Internal Server Error"):
+        assert not ANSWERED_REQUESTS.search(f'INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" {refused}')

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from rigctl.state.logfilter import ANSWERED_REQUESTS
 from rigctl.tui.widgets.engine_panel import EnginePanel
 from rigctl.tui.widgets.gpu_card import GpuCard
 from rigctl.tui.widgets.host_bar import HostBar
@@ -53,7 +54,8 @@ class DashboardScreen(Screen[None]):
                     yield GpuCard(gpu)
             yield EnginePanel()
             yield TopologyPanel()
-        yield LogTail(self.settings, id="dashboard-log", read_every=None, hide_own_polls=True)
+        # vLLM's own words: the access lines of answered requests would scroll them away under load
+        yield LogTail(self.settings, id="dashboard-log", read_every=None, tail_hides=ANSWERED_REQUESTS)
         yield Footer()
 
     @property

@@ -7,6 +7,7 @@ the GPUs, so the dashboard still repaints once a second.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,14 @@ CONTINUED = "  "  # a wrapped line's continuation, indented under its start
 
 class LogTail(SaysWorkerErrors, Vertical):
     def __init__(
-        self, settings: Settings, *, id: str, read_every: float | None, scrollback: int = 0, hide_own_polls: bool = False
+        self,
+        settings: Settings,
+        *,
+        id: str,
+        read_every: float | None,
+        scrollback: int = 0,
+        hide_own_polls: bool = False,
+        tail_hides: re.Pattern[str] | None = None,
     ) -> None:
         """`scrollback`: lines kept for scrolling (a full log view); 0: a tail of what fits.
         `read_every`: seconds between reads by a thread of its own; None: while it follows,
@@ -44,7 +52,8 @@ class LogTail(SaysWorkerErrors, Vertical):
         self.settings = settings
         self.scrollback = scrollback
         self.read_every = read_every
-        self.hide_own_polls = hide_own_polls
+        # a tail's reader drops these lines (a full view reads every line; its filter hides them)
+        self.tail_hides = None if scrollback else tail_hides
         self.following = False
         self.reader: TailReader | None = None
         # a full view keeps every line it read, so a filter changed later shows what it hid
@@ -61,7 +70,7 @@ class LogTail(SaysWorkerErrors, Vertical):
         if on and not self.following:
             self.following = True
             if self.read_every is None:
-                self.reader = TailReader(self.settings, self.hide_own_polls and not self.scrollback)  # closed by its reader
+                self.reader = TailReader(self.settings, self.tail_hides)  # closed by its reader
             else:
                 self._follow(self.read_every)
         elif not on and self.following:
@@ -122,7 +131,7 @@ class LogTail(SaysWorkerErrors, Vertical):
     @work(thread=True, exclusive=True, group="follow-log", exit_on_error=False, description="Following the log")
     def _follow(self, every: float) -> None:
         worker = get_current_worker()
-        reader = TailReader(self.settings, self.hide_own_polls and not self.scrollback)
+        reader = TailReader(self.settings, self.tail_hides)
         try:
             while not worker.is_cancelled:
                 title, lines = reader.read()
@@ -145,7 +154,10 @@ class LogTail(SaysWorkerErrors, Vertical):
 
     def _retitle(self, title: str) -> None:
         self.title = title
-        said = self.filter.describe() if self.lines is not None else ""
+        if self.lines is not None:
+            said = self.filter.describe()
+        else:
+            said = "answered requests: l" if self.tail_hides is not None else ""
         self.query_one(".log-title", Static).update(f"{title}  ({said})" if said else title)
 
     def on_log_lines(self, message: LogLines) -> None:
