@@ -53,15 +53,23 @@ STATE_FILE_LIMIT = 1024 * 1024  # rigctl's state files are a few hundred bytes
 def read_object(path: Path, limit: int = STATE_FILE_LIMIT) -> dict[str, Any] | None:
     """The JSON object in one of rigctl's own files; None when there is no file; DamagedFile
     otherwise (a link or a FIFO in its place, too large, not UTF-8, not JSON, not an object)."""
+    text = read_text(path, limit)
+    return None if text is None else parse_object(text, path)
+
+
+def read_text(path: Path, limit: int = STATE_FILE_LIMIT) -> str | None:
+    """One of rigctl's own files as text; None when there is none; DamagedFile when it cannot be read."""
     try:
         raw = read_own(path, limit)
-        if raw is None:
-            return None
-        text = raw.decode("utf-8")
+        return None if raw is None else raw.decode("utf-8")
     except UnsafePath as exc:
         raise DamagedFile(path, exc.strerror or str(exc)) from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise DamagedFile(path, getattr(exc, "strerror", None) or str(exc)) from exc
+
+
+def parse_object(text: str, path: Path) -> dict[str, Any]:
+    """The JSON object `text` (read from `path`) holds; DamagedFile when it holds none."""
     if not text.strip():
         raise DamagedFile(path, "empty")
     try:

@@ -66,11 +66,25 @@ def record_file() -> Path:
     return paths.state_dir() / "server.json"
 
 
+# The last record read and the text it came from: the dashboard reads server.json twice a
+# second (the engine poll, the log tail); the same text is not parsed and checked field by field
+# again (benchmarks/bench_tui.py). Shared by threads: replaced whole, never changed.
+_last_read: tuple[Path, str, ServerRecord] | None = None
+
+
 def read_record() -> ServerRecord | None:
     """The record; None when there is none; jsonio.DamagedFile when it cannot be used."""
+    global _last_read
     path = record_file()
-    data = jsonio.read_object(path)
-    return None if data is None else jsonio.build(ServerRecord, data, path)
+    text = jsonio.read_text(path)
+    if text is None:
+        return None
+    last = _last_read
+    if last is not None and last[0] == path and last[1] == text:
+        return last[2]
+    record = jsonio.build(ServerRecord, jsonio.parse_object(text, path), path)
+    _last_read = (path, text, record)
+    return record
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from rigctl.jsonio import DamagedFile
+from rigctl.state.statefiles import ServerRecord, read_record, record_file, write_record
 from tests.faults.rig import SERVED, Rig
 
 
@@ -88,3 +91,26 @@ def test_a_history_that_cannot_be_appended_to_is_a_warning_not_a_failure(rig: Ri
     assert "warning: the boot record was not written to" in switched.stdout
     assert rig.state()["status"] == "serving" and rig.status()["active_profile"] == "good"
     assert rig.serves()[0] == SERVED
+
+
+def test_the_record_is_read_again_whenever_its_text_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_record reuses the record it built from the same text (the dashboard reads it twice a
+    second); any other text, even written in place at the same size within the same clock tick, is
+    read and checked again."""
+    monkeypatch.setenv("RIGCTL_STATE_DIR", str(tmp_path))
+    record = ServerRecord("process", "good", 1.0, "/tmp/log", "127.0.0.1", 8000, ("m",), ("vllm", "serve"), pid=100)
+    write_record(record)
+    first = read_record()
+    assert first == record and read_record() is first  # the same text: not parsed again
+    path = record_file()
+    for port in (8001, 8002, 8003):  # in place, the same size, back to back: each one read
+        path.write_text(path.read_text().replace(str(port - 1), str(port)))
+        found = read_record()
+        assert found is not None and found.port == port
+    path.write_text('{"launcher": "process"}')
+    with pytest.raises(DamagedFile):
+        read_record()
+    path.unlink()
+    assert read_record() is None
+    write_record(record)
+    assert read_record() == record

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import dataclasses
 from pathlib import Path
 
 from rigctl.gpu.sampler import RigSampler
@@ -51,3 +52,34 @@ def test_every_static_the_tui_builds_is_plain_text() -> None:
                 if not plain:
                     marked.append(f"{path.relative_to(TUI.parents[1])}:{node.lineno}")
     assert not marked, marked
+
+
+def test_a_process_name_on_a_gpu_card_is_shown_as_written() -> None:
+    """The card's bottom border names its largest holder; a process may be called anything."""
+    from textual.app import App, ComposeResult
+
+    from rigctl.gpu.model import GpuProcess
+    from rigctl.tui.widgets.gpu_card import GpuCard
+
+    snapshot = RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))).snapshot()
+    sample = dataclasses.replace(snapshot.samples[0], processes=(GpuProcess(pid=4242, used_memory=2**31, name="[b]x[/b]"),))
+    card = GpuCard(snapshot.info.gpus[0])
+    shown: list[str] = []
+
+    class OneCard(App[None]):
+        CSS = "GpuCard { border: round white; }"  # the app's stylesheet draws the cards' borders
+
+        def compose(self) -> ComposeResult:
+            yield card
+
+    async def scenario() -> None:
+        app = OneCard()
+        async with app.run_test(size=(80, 12)) as pilot:
+            card.show(sample)
+            await pilot.pause()
+            card.show(sample, fresh=False)  # the same holders again: the subtitle is left as it is
+            await pilot.pause()
+            shown.append(screen_text(app))
+
+    asyncio.run(scenario())
+    assert "[b]x[/b] 2.0 GiB" in shown[0], shown[0]

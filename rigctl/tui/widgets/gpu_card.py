@@ -8,6 +8,7 @@ and render passes a second, which was most of the TUI's CPU beside vLLM.
 from __future__ import annotations
 
 from rich.text import Text
+from textual.content import Content
 
 from rigctl import fmt
 from rigctl.gpu.model import Gpu, GpuSample, nvlink_rates
@@ -45,6 +46,7 @@ class GpuCard(LinesWidget):
         self.fractions: dict[str, float | None] = {}
         self.sample: GpuSample | None = None
         self._before: GpuSample | None = None  # the reading before: NVLink's counters make a rate of two
+        self._holders = ""
 
     def show(self, sample: GpuSample, fresh: bool = True) -> None:
         """`fresh`: a new reading, which joins the history (a redraw of the last one does not)."""
@@ -55,7 +57,10 @@ class GpuCard(LinesWidget):
             if self.sample is not None and not self.sample.lost:
                 self._before = self.sample
         self._describe(sample)
-        self.border_subtitle = self.holders(sample)
+        holders = self.holders(sample)
+        if holders != self._holders:  # setting it repaints the whole card, borders and all
+            self._holders = holders
+            self.border_subtitle = Content(holders)  # plain text: a process name is never markup
         self.sample = sample
         self.update_lines()
 

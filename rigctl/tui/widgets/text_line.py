@@ -4,6 +4,7 @@ rows. A Static re-renders and re-lays out on every update() (benchmarks/bench_tu
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from rigctl.tui.widgets.lines_widget import LinesWidget
@@ -26,6 +27,6 @@ class TextLine(LinesWidget):
         return self._text
 
     def build_lines(self, width: int) -> list[Text]:
-        if width <= 0:
+        if width <= 0 or ("\n" not in self._text and cell_len(self._text) <= width):  # fits: wrap() costs more
             return [Text(self._text)]
         return list(Text(self._text).wrap(self.app.console, width))
