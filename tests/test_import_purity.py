@@ -126,3 +126,18 @@ def test_every_headless_command_imports_no_textual(profiles: Path, monkeypatch: 
         *command, code_, expected, loaded = line.split()
         assert code_ == expected, f"{' '.join(command)} exited {code_}"
         assert loaded == "-", f"{' '.join(command)} loaded {loaded}"
+
+
+def test_status_loads_no_event_loop(profiles: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rigctl status` asks the front door over its socket; the door's own asyncio machinery (the
+    hold, the control server) stays in the door's process (gateway/control_server.py, apps_seen.py)."""
+    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    code = (
+        "import contextlib, io, sys\nfrom rigctl.cli import main\nout = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n    code = main(['status', '--json'])\n"
+        "print(code, sorted(m for m in sys.modules if m == 'asyncio' or m.startswith('rigctl.gateway')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(None, 1)[0] == "0", result.stdout
+    assert "'asyncio'" not in result.stdout and "rigctl.gateway.control'" in result.stdout, result.stdout

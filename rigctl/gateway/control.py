@@ -8,21 +8,16 @@ holding them to their deadline."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rigctl import paths
-from rigctl.gateway.hold import AppsSeen
-
-if TYPE_CHECKING:  # a switch's side of the channel (DoorClient, seen) must not load the door's data path
-    from rigctl.gateway.door import Gateway
+from rigctl.gateway.apps_seen import AppsSeen
 
 LINE_LIMIT = 64 * 1024
 
@@ -35,77 +30,8 @@ class ControlError(Exception):
     """The door did not answer as it should (it died, or the socket is not a door's)."""
 
 
-# -- the door's side
-class ControlServer:
-    def __init__(self, door: Gateway, listen: str) -> None:
-        self.door, self.listen = door, listen
-        self.holder: asyncio.StreamWriter | None = None
-        self.server: asyncio.AbstractServer | None = None
-
-    async def start(self, path: Path) -> None:
-        _make_room(path)
-        old = os.umask(0o177)
-        try:
-            self.server = await asyncio.start_unix_server(self._client, path=str(path), limit=LINE_LIMIT)
-        finally:
-            os.umask(old)
-        os.chmod(path, 0o600)
-
-    async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while line := await reader.readline():
-                try:
-                    ask = json.loads(line)
-                    answer = await self._answer(ask if isinstance(ask, dict) else {}, writer)
-                except ValueError:
-                    answer = {"error": "not a JSON object"}
-                writer.write(json.dumps(answer).encode() + b"\n")
-                await writer.drain()
-        except (ConnectionError, asyncio.LimitOverrunError, ValueError):
-            pass
-        finally:
-            if self.holder is writer:  # its switch is gone mid-hold: release to what serves now
-                self.holder = None
-                self.door.end_hold()
-            writer.close()
-
-    async def _answer(self, ask: dict[str, Any], writer: asyncio.StreamWriter) -> dict[str, Any]:
-        op = ask.get("op")
-        door = self.door
-        if op == "status":
-            return {"pid": os.getpid(), "listen": self.listen, **door.status()}
-        if op == "hold":
-            if self.holder is not None and self.holder is not writer:
-                return {"error": "another switch holds the door"}
-            self.holder = writer
-            return {"in_flight": door.begin_hold()}
-        if op == "wait":
-            seconds = ask.get("seconds")
-            return {"in_flight": await door.wait_idle(float(seconds) if isinstance(seconds, (int, float)) else 0.0)}
-        if op == "cut":
-            return {"cut": door.cut()}
-        if op == "release":
-            if self.holder is not writer:
-                return {"error": "this connection holds nothing"}
-            self.holder = None
-            return {"apps": door.end_hold().to_json()}
-        return {"error": f"unknown op {op!r}"}
-
-
-def _make_room(path: Path) -> None:
-    """The socket's place, free: a socket a dead door left is removed; a live door's is refused."""
-    paths.ensure_private_dir(path.parent)
-    if path.exists() or path.is_symlink():
-        if _answers(path):
-            raise ControlError(f"{path}: a front door already runs on this rig (`rigctl gateway --status`)")
-        path.unlink()
-
-
-def _answers(path: Path) -> bool:
+def answers(path: Path) -> bool:
+    """Whether a door answers on the socket at `path`."""
     with contextlib.suppress(OSError, ControlError), DoorClient(path, timeout=2.0) as client:
         client.ask({"op": "status"})
         return True

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rigctl.gateway import wire
+from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.gateway.exchange import AppConnection, Exchange
-from rigctl.gateway.hold import AppsSeen, Hold, HoldBounds
+from rigctl.gateway.hold import Hold, HoldBounds
 from rigctl.gateway.recording import Recording
 from rigctl.gateway.reuse import PrefixReuse, prompt_text
 from rigctl.gateway.upstream import CONNECT_S, EnginePool, split_upstream

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rigctl.errors import BadInputError
-from rigctl.gateway.control import ControlServer
+from rigctl.gateway.control_server import ControlServer
 from rigctl.gateway.door import Gateway, Resolver
 from rigctl.gateway.hold import HoldBounds
 from rigctl.gateway.recording import Recording

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.gateway.control import ControlError, DoorClient
-from rigctl.gateway.hold import AppsSeen
 from rigctl.serve import front_door
 from rigctl.serve.context import ServeContext
 from rigctl.serve.drain import Drained, in_flight

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from rigctl.gateway.hold import AppsSeen
+from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.serve.drain import Drained
 from rigctl.serve.verify import Verification
 from rigctl.state.journal import Action, Ending, SwitchStatus

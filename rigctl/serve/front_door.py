@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigctl.gateway import control
+from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.gateway.control import ControlError, DoorClient
-from rigctl.gateway.hold import AppsSeen
 from rigctl.jsonio import DamagedFile
 from rigctl.profiles.vllm_args import LaunchSpec, moved_to
 from rigctl.serve.drain import POLL_S, Drained, in_flight

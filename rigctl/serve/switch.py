@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from rigctl.errors import ExitCode, StopFailed
-from rigctl.gateway.hold import AppsSeen
+from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.jsonio import DamagedFile
 from rigctl.proc import start_id
 from rigctl.serve import preflight
