@@ -47,6 +47,9 @@ RUNS: dict[str, list[list[str]]] = {
     "bench_loadgen": [[]],
     "bench_capture": [["--figures", "unpaced"], ["--pace-ms", "10", "--tokens", "64", "--figures", "paced"]],
 }
+# The benchmarks time process starts as an owner's install runs them, its bytecode cached: a shell's
+# PYTHONDONTWRITEBYTECODE would have rigctl compile its own modules at every start (bench_tui.py).
+OWNER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 MARK = re.compile(r"<!--fig:([A-Za-z0-9_.-]+)-->(.*?)<!--/fig-->")
 
 
@@ -55,7 +58,11 @@ def run(name: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for arguments in RUNS[name]:
         with subprocess.Popen(
-            [sys.executable, str(HERE / f"{name}.py"), *arguments], stdout=subprocess.PIPE, text=True, cwd=HERE.parent
+            [sys.executable, str(HERE / f"{name}.py"), *arguments],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=HERE.parent,
+            env=OWNER_ENV,
         ) as process:
             assert process.stdout is not None
             for line in process.stdout:
