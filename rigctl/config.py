@@ -93,10 +93,20 @@ class Settings:
     gateway_listen: str = ""  # empty: the served (else last good) profile's port, on 127.0.0.1
     gateway_hold_s: float = 600.0  # s a request may wait at the door through a switch (then 503 + Retry-After)
     gateway_hold_requests: int = 1024  # requests held at once at most
+    gateway_hold_mb: int = 256  # MiB of held requests' bodies the door keeps; the rest waits in the apps' sockets
     # s a forwarded request may wait for the first byte of its answer before the door asks vLLM's
     # /health whether it still lives (no answer there: the app gets a 502; a slow generation never
     # does); 0: never ask
     gateway_silent_s: float = 30.0
+    # the bounds on the apps' side (nginx's client_header_timeout, keepalive_timeout and
+    # client_body_timeout; 0: none): a head must arrive whole within header_s, a kept-alive
+    # connection may wait keepalive_s for its next request, a body may pause body_s between reads
+    gateway_header_s: float = 60.0
+    gateway_keepalive_s: float = 75.0
+    gateway_body_s: float = 60.0
+    # the apps' connections kept at once; at the cap the oldest with no request in it is closed for
+    # a new one. 0: half the descriptors left after a reserve (the limit is raised to its hard limit)
+    gateway_max_connections: int = 0
     # every forwarded request kept in trace files a bench replays (workload trace = "gateway"), in
     # the state dir's gateway-traces/, a file per record_mb or record_hours, the oldest removed past keep_mb
     gateway_record: bool = False
@@ -154,7 +164,12 @@ LAYOUT: dict[str, dict[str, str]] = {
         "listen": "gateway_listen",
         "hold_s": "gateway_hold_s",
         "hold_requests": "gateway_hold_requests",
+        "hold_mb": "gateway_hold_mb",
         "silent_s": "gateway_silent_s",
+        "header_s": "gateway_header_s",
+        "keepalive_s": "gateway_keepalive_s",
+        "body_s": "gateway_body_s",
+        "max_connections": "gateway_max_connections",
         "record": "gateway_record",
         "record_mb": "gateway_record_mb",
         "record_hours": "gateway_record_hours",

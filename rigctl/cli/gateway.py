@@ -53,6 +53,7 @@ def say(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rigctl.config import load_settings
+    from rigctl.gateway.bounds import ConnectionBounds
     from rigctl.gateway.control import ControlError, socket_path
     from rigctl.gateway.hold import HoldBounds
     from rigctl.gateway.run import DoorPlan
@@ -104,22 +105,32 @@ def run(args: argparse.Namespace) -> int:
         host=host,
         port=port,
         resolve=resolve,
-        bounds=HoldBounds(seconds=settings.gateway_hold_s, requests=settings.gateway_hold_requests),
+        bounds=HoldBounds(
+            seconds=settings.gateway_hold_s,
+            requests=settings.gateway_hold_requests,
+            bytes=max(1, settings.gateway_hold_mb) * 1024 * 1024,
+        ),
         api_key=api_key,
         control=control,
         grace_s=args.grace,
         wait_for_port=control is not None,
         silent_s=settings.gateway_silent_s,
+        connections=ConnectionBounds(
+            header_s=settings.gateway_header_s,
+            keepalive_s=settings.gateway_keepalive_s,
+            body_s=settings.gateway_body_s,
+            max_connections=settings.gateway_max_connections,
+        ),
         allow_remote=bool(args.allow_remote),
         recording=_recording(settings, without_userinfo(resolve() or "") or "the rig's vLLM")
         if (args.record or settings.gateway_record)
         else None,
     )
 
-    def ready(bound_host: str, bound: int) -> None:
+    def ready(bound_host: str, bound: int, activated: bool) -> None:
         if plan.recording is not None:
             say(f"recording every forwarded request into {plan.recording.folder} (rigctl gateway --status says how many)")
-        if (bound_host, bound) != (host, port) and port:
+        if activated and port and (bound_host, bound) != (host, port):
             say(f"listening on the socket systemd passed ({shown(bound_host, bound)}), not {shown(host, port)}")
         say(f"the apps' address: http://{shown(bound_host, bound)} -> {behind}")
         if not is_loopback(bound_host):

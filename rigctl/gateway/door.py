@@ -22,6 +22,8 @@ from typing import Any
 
 from rigctl.gateway import wire
 from rigctl.gateway.apps_seen import AppsSeen
+from rigctl.gateway.bounds import ConnectionBounds
+from rigctl.gateway.connections import Connections
 from rigctl.gateway.exchange import AppConnection, Exchange
 from rigctl.gateway.hold import Hold, HoldBounds
 from rigctl.gateway.recording import Recording
@@ -65,7 +67,10 @@ class Gateway:
         api_key: str | None = None,
         silent_s: float = 30.0,
         recording: Recording | None = None,
+        connection_bounds: ConnectionBounds | None = None,
+        cap: int = 512,
     ) -> None:
+        """`cap`: the apps' connections kept at once (run.py derives it from the descriptor limit)."""
         self.resolve = resolve
         self.silent_s = silent_s
         self.recording = recording
@@ -73,7 +78,8 @@ class Gateway:
         self.hold = Hold(bounds or HoldBounds())
         self.api_key = api_key
         self.pool = EnginePool(recording=recording is not None)
-        self.apps: set[AppConnection] = set()
+        self.connections = Connections(connection_bounds or ConnectionBounds(), cap)
+        self.stopping = False  # SIGTERM: nothing new is admitted; the answers in flight get the grace
         self.in_flight: set[Exchange] = set()  # forwarded to vLLM, answer not ended
         self.counts = Counts()
         self.window: HoldWindow | None = None
@@ -84,6 +90,13 @@ class Gateway:
 
     def protocol(self) -> AppConnection:
         return AppConnection(self)
+
+    def key_refused(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        """A request without the door's API key (checked on its head: not a byte of its body is read)."""
+        if self.api_key is None:
+            return False
+        given = next((v for k, v in headers if k.lower() == b"authorization"), b"")
+        return given != b"Bearer " + self.api_key.encode()
 
     # -- the life of one request
     def begin(self, exchange: Exchange) -> None:
@@ -119,13 +132,13 @@ class Gateway:
                 exchange.end("gone" if app.gone else "refused")
             app.answered(exchange)
 
-    def _refusal(self, exchange: Exchange) -> tuple[int, str] | None:
+    def _refusal(self, exchange: Exchange) -> tuple[int, str, int | None] | None:
+        if exchange.unwelcome:
+            return 401, "rigctl gateway: a missing or wrong API key (Authorization: Bearer ...)", None
         if exchange.method == b"CONNECT" or not wire.is_origin_form(exchange.target):
-            return 400, "rigctl gateway forwards only to the rig's vLLM: the request-target must be a path (/v1/...)"
-        if self.api_key is not None:
-            given = next((v for k, v in exchange.headers if k.lower() == b"authorization"), b"")
-            if given != b"Bearer " + self.api_key.encode():
-                return 401, "rigctl gateway: a missing or wrong API key (Authorization: Bearer ...)"
+            return 400, "rigctl gateway forwards only to the rig's vLLM: the request-target must be a path (/v1/...)", None
+        if self.stopping:
+            return 503, "rigctl gateway is stopping (a restart of the door, or its unit stopped)", RETRY_AFTER_S
         return None
 
     async def _forward(self, exchange: Exchange) -> None:
@@ -140,6 +153,11 @@ class Gateway:
             return
         try:
             engine = await self.pool.get(key, host)
+        except ConnectionRefusedError:
+            # nothing listens there now: a vLLM still booting, or stopped; no request reached it
+            message = f"rigctl gateway: vLLM at {host.decode()} refuses connections (booting, or stopped); try again shortly"
+            self._answer(exchange, 503, message, RETRY_AFTER_S)
+            return
         except (OSError, TimeoutError) as exc:
             self._answer(exchange, 502, f"rigctl gateway: vLLM at {host.decode()} did not answer: {_why(exc)}")
             return
@@ -315,7 +333,14 @@ class Gateway:
             "in_flight_by_client": dict(Counter(e.client for e in self.in_flight)),
             "holding": self.hold.active,
             "held": len(self.hold.line),
-            "apps": len(self.apps),
+            "held_bytes": self.hold.kept_bytes,
+            "apps": len(self.connections),
+            "connections": {
+                "open": len(self.connections),
+                "cap": self.connections.cap,
+                "idle": len(self.connections.idle_ones()),
+                "closed": self.connections.closed.to_json(),
+            },
             "counts": {k: v for k, v in vars(self.counts).items() if k != "by_client"},
             "clients": dict(self.counts.by_client),
             "reuse": self.reuse.to_json(),
@@ -324,13 +349,22 @@ class Gateway:
             else {"kept": self.recording.kept, "file": str(self.recording.path or ""), "stopped": self.recording.stopped},
         }
 
+    def begin_stop(self) -> None:
+        """SIGTERM: admit nothing more. The connections with no request in them close now; a request
+        arriving on another is answered 503 with Retry-After; each connection closes once its
+        answer ends."""
+        self.stopping = True
+        for app in self.connections.idle_ones():
+            self.connections.forget(app)
+            app.close()
+
     async def close(self, grace_s: float) -> int:
         """Stop: the answers in flight get up to grace_s to end; what is left is cut (its count)."""
         if self.window is not None:
             self.end_hold()
         await self.wait_idle(grace_s)
         left = self.cut()
-        for app in list(self.apps):
+        for app in list(self.connections.open):
             app.close()
         self.pool.close()
         if self.recording is not None:

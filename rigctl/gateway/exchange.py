@@ -15,6 +15,8 @@ import httptools
 
 from rigctl.gateway import wire
 from rigctl.gateway.answer import AnswerReader
+from rigctl.gateway.bounds import PIPELINE_DEPTH, Waiting
+from rigctl.gateway.connections import Connections
 from rigctl.gateway.hold import Hold, Ticket
 from rigctl.gateway.upstream import EngineConnection
 
@@ -29,7 +31,10 @@ class Door(Protocol):
     """What the apps' side asks of the door (rigctl.gateway.door.Gateway)."""
 
     hold: Hold
-    apps: set[AppConnection]
+    connections: Connections
+    stopping: bool
+
+    def key_refused(self, headers: list[tuple[bytes, bytes]]) -> bool: ...
 
     def begin(self, exchange: Exchange) -> None: ...
 
@@ -63,6 +68,7 @@ class Exchange:
         "sent",
         "target",
         "ticket",
+        "unwelcome",
         "version",
     )
 
@@ -80,6 +86,7 @@ class Exchange:
         self.sent = 0.0  # monotonic, when it was forwarded to vLLM
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.keep_alive = True
+        self.unwelcome = False  # without the door's API key: answered 401, its body never read
         names = {k.lower(): v for k, v in headers}
         self.chunked = b"chunked" in names.get(b"transfer-encoding", b"").lower()
         self.continue_wanted = names.get(b"expect", b"").lower() == b"100-continue"
@@ -99,9 +106,12 @@ class Exchange:
             return
         self.body.append(data)
         self.buffered += len(data)
+        hold = self.app.door.hold
         if self.ticket is not None:
-            self.app.door.hold.grow(self.ticket, len(data))
-        if self.buffered > (HELD_READ if self.ticket is not None else BODY_HIGH_WATER):
+            hold.grow(self.ticket, len(data))
+            if self.buffered > HELD_READ or hold.over():
+                self.app.pause_reading("body")  # the rest waits in the app's socket until the release
+        elif self.buffered > BODY_HIGH_WATER:
             self.app.pause_reading("body")
 
     def body_ended(self) -> None:
@@ -145,7 +155,10 @@ class Kept:
 
 
 class AppConnection(asyncio.Protocol):
-    """One connection of an app: requests parsed as they come, answered one at a time in order."""
+    """One connection of an app: requests parsed as they come, answered one at a time in order.
+    A second request parsed while the first is answered pauses the reading (pipelining); past
+    PIPELINE_DEPTH parsed ahead, the rest is dropped and the connection closes once those are
+    answered (RFC 9112 9.3.2: a pipelining client sends again what was left unanswered)."""
 
     def __init__(self, door: Door) -> None:
         self.door = door
@@ -159,13 +172,23 @@ class AppConnection(asyncio.Protocol):
         self.gone = False
         self._paused: set[str] = set()
         self.writing_paused = False
+        self.waiting: Waiting = "head"
+        self.since = time.monotonic()  # when what it waits for began (a body: its last read)
+        self.overflow = False  # past PIPELINE_DEPTH: what follows is dropped, and it closes after its line
+        self.head_began = False  # a byte of the next request's head arrived
+        self.lingering_since = 0.0
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
-        self.door.apps.add(self)
+        self.door.connections.admit(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.waiting == "linger":
+            self.since = time.monotonic()
+            return
+        if self.waiting == "idle":
+            self._wait("head")  # the next request began: its head has header_s
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -178,7 +201,7 @@ class AppConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.gone = True
-        self.door.apps.discard(self)
+        self.door.connections.forget(self)
         for exchange in list(self.line):
             if exchange.engine is not None:
                 exchange.engine.abort()  # vLLM aborts a request whose connection closes
@@ -200,6 +223,7 @@ class AppConnection(asyncio.Protocol):
 
     # -- httptools callbacks
     def on_message_begin(self) -> None:
+        self.head_began = True
         self._target.clear()
         self._headers = []
         self._head_size = 0
@@ -213,23 +237,43 @@ class AppConnection(asyncio.Protocol):
         self._grow(len(name) + len(value))
 
     def on_headers_complete(self) -> None:
+        self.head_began = False
+        if self.overflow or self.gone:
+            self.reading = None  # past the pipeline's depth: dropped, body and all
+            return
         exchange = Exchange(self, self.parser.get_method(), bytes(self._target), self.parser.get_http_version(), self._headers)
         exchange.keep_alive = self.parser.should_keep_alive()
         self.reading = exchange
         self.line.append(exchange)
+        self.door.connections.busy(self)
+        self._wait("body")
+        if self.door.key_refused(exchange.headers):
+            exchange.unwelcome = True  # answered 401 in its turn; not a byte of its body is read
+            self.pause_reading("refused")
         if len(self.line) == 1:
             self.door.begin(exchange)
+            return
+        self.pause_reading("pipeline")  # one answered at a time: what follows waits in the socket
+        if len(self.line) >= PIPELINE_DEPTH:
+            self.overflow = True
 
     def on_body(self, body: bytes) -> None:
         if self.reading is not None:
+            self.since = time.monotonic()
             self.reading.feed(body)
 
     def on_message_complete(self) -> None:
         if self.reading is not None:
             self.reading.body_ended()
             self.reading = None
+            self._wait("busy")
+        if self.overflow:
+            self.pause_reading("overflow")  # for good: it closes once its line is answered
 
     # -- for the door
+    def _wait(self, what: Waiting) -> None:
+        self.waiting, self.since = what, time.monotonic()
+
     def _grow(self, size: int) -> None:
         self._head_size += size
         if self._head_size > HEAD_LIMIT:
@@ -238,7 +282,7 @@ class AppConnection(asyncio.Protocol):
     def _unreadable(self, why: str) -> None:
         self.door.unreadable()
         self.write(wire.error_answer(400, why))
-        self.close()
+        self.linger()
 
     def write(self, data: bytes) -> None:
         if self.transport is not None and not self.gone:
@@ -252,15 +296,40 @@ class AppConnection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    def linger(self) -> None:
+        """Close once what was written is sent, reading and dropping what the app still sends for a
+        while (the sweep ends it: LINGER_S without a byte, or LINGER_MAX_S in all)."""
+        transport = self.transport
+        if transport is None or transport.is_closing() or self.gone or self.waiting == "linger":
+            return
+        if not transport.can_write_eof():
+            self.close()
+            return
+        transport.write_eof()
+        self.overflow = True  # whatever is parsed from here on is dropped
+        self.lingering_since = time.monotonic()
+        self._wait("linger")
+        self.door.connections.idle(self)
+        self._paused.clear()
+        transport.resume_reading()
+
     def pause_reading(self, why: str) -> None:
         if self.transport is not None and not self._paused:
             self.transport.pause_reading()
         self._paused.add(why)
 
     def resume_reading(self, why: str) -> None:
+        if why not in self._paused:
+            return
         self._paused.discard(why)
         if self.transport is not None and not self._paused and not self.transport.is_closing():
+            self.since = time.monotonic()  # a body's clock counts the app's pauses, never the door's
             self.transport.resume_reading()
+
+    @property
+    def paused(self) -> bool:
+        """The door stopped reading it: no clock of the app's runs."""
+        return bool(self._paused)
 
     def answered(self, exchange: Exchange) -> None:
         """The first exchange in line has ended: the next one, or the connection closes."""
@@ -269,7 +338,34 @@ class AppConnection(asyncio.Protocol):
         if self.gone:
             return
         if not exchange.keep_alive or exchange.outcome not in ("finished",) or not exchange.complete:
-            self.close()  # a request whose body was not all read, or one answered here, ends its connection
+            self.linger()  # a request whose body was not all read, or one answered here, ends its connection
             return
         if self.line:
             self.door.begin(self.line[0])
+            if len(self.line) == 1:
+                self.resume_reading("pipeline")  # only the last in line can still be reading its body
+            return
+        if self.overflow or self.door.stopping:
+            self.linger()  # what it sent past the pipeline's depth was dropped; a stopping door admits nothing
+            return
+        self._wait("head" if self.head_began else "idle")
+        self.door.connections.idle(self)
+        self.resume_reading("pipeline")
+
+    def expire(self, limit_s: float) -> None:
+        """Past the timeout of what the door waited for: a head or a body is answered 408 (an idle
+        connection is only closed), and the connection closes."""
+        if self.waiting == "body" and self.reading is not None:
+            exchange = self.reading
+            if exchange.engine is not None:
+                exchange.engine.abort()
+            if not exchange.answered:
+                self.write(wire.error_answer(408, f"rigctl gateway: no byte of the request body in {limit_s:g} s"))
+            exchange.end("refused")
+            self.linger()
+            return
+        if self.waiting == "head" and self.head_began:
+            self.write(wire.error_answer(408, f"rigctl gateway: the request head did not arrive whole in {limit_s:g} s"))
+            self.linger()
+            return
+        self.close()

@@ -53,6 +53,10 @@ class Hold:
             return f"the held requests' bodies reached {self.bounds.bytes // (1024 * 1024)} MiB (the bound)"
         return ""
 
+    def over(self) -> bool:
+        """The held bodies' bytes passed the bound: the door reads no more of them until the release."""
+        return self.kept_bytes > self.bounds.bytes
+
     def enter(self, size: int) -> Ticket:
         ticket = Ticket(size, self.clock(), asyncio.get_running_loop().create_future())
         self.line.append(ticket)

@@ -11,10 +11,11 @@ import os
 import signal
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigctl.errors import BadInputError
+from rigctl.gateway.bounds import ConnectionBounds, connection_cap, raise_descriptor_limit
 from rigctl.gateway.control_server import ControlServer
 from rigctl.gateway.door import Gateway, Resolver
 from rigctl.gateway.hold import HoldBounds
@@ -38,9 +39,13 @@ class DoorPlan:
     silent_s: float = 30.0  # an answer's first byte awaited this long before vLLM's /health is asked
     recording: Recording | None = None  # [gateway] record: every forwarded request in trace files
     allow_remote: bool = False  # a socket systemd passes may listen beyond loopback (then api_key is set)
+    connections: ConnectionBounds = field(default_factory=ConnectionBounds)
 
 
-def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[str, int], None] | None = None) -> int:
+Ready = Callable[[str, int, bool], None]  # the address bound, and whether systemd passed its socket
+
+
+def run(plan: DoorPlan, say: Callable[[str], None], ready: Ready | None = None) -> int:
     """Serve until a signal; the number of answers cut at the end. The event loop is uvloop's
     where installed (a dependency on Linux), asyncio's otherwise or when RIGCTL_GATEWAY_LOOP says
     asyncio (benchmarks/bench_gateway.py --loop compares the two in one run)."""
@@ -55,27 +60,37 @@ def run(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[str, int], 
     return runner(_serve(plan, say, ready))
 
 
-async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[str, int], None] | None) -> int:
+async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Ready | None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    door = Gateway(plan.resolve, plan.bounds, plan.api_key, plan.silent_s, plan.recording)
+    descriptors = raise_descriptor_limit()
+    cap = connection_cap(descriptors, plan.connections.max_connections)
+    if plan.connections.max_connections > cap:
+        say(f"[gateway] max_connections {plan.connections.max_connections} is more than {descriptors} descriptors allow: {cap}")
+    fixed_malloc_threshold()
+    door = Gateway(
+        plan.resolve, plan.bounds, plan.api_key, plan.silent_s, plan.recording, connection_bounds=plan.connections, cap=cap
+    )
     control = ControlServer(door, shown(plan.host, plan.port))
     if plan.control is not None:
         await control.start(plan.control)
     try:
-        sock = await _bind(plan, say, stop)
-        if sock is None:
+        bound = await _bind(plan, say, stop)
+        if bound is None:
             return 0
+        sock, activated = bound
         server = await loop.create_server(door.protocol, sock=sock, backlog=BACKLOG)
         host, port = sock.getsockname()[:2]
         if ready:
-            ready(host, port)
-        silence = loop.create_task(door.watch_silence())
+            ready(host, port, activated)
+        chores = [loop.create_task(door.watch_silence()), loop.create_task(_sweep(door))]
         await stop.wait()
-        silence.cancel()
+        for chore in chores:
+            chore.cancel()
         server.close()
+        door.begin_stop()
         say(f"stopping: {len(door.in_flight)} answer(s) in flight get up to {plan.grace_s:g} s")
         cut = await door.close(plan.grace_s)
         return cut
@@ -85,6 +100,28 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Callable[[st
             with contextlib.suppress(OSError):
                 plan.control.unlink()
         _ignore_signals_from_here(loop)
+
+
+async def _sweep(door: Gateway) -> None:
+    """Once a second, the apps' connections past their timeouts closed (gateway/connections.py)."""
+    while True:
+        await asyncio.sleep(1.0)
+        door.connections.sweep()
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+def fixed_malloc_threshold() -> None:
+    """Bodies of megabytes (a held request, a long prompt) are given back to the system once freed.
+    glibc raises its mmap threshold after each large block it frees, up to 32 MiB, so the next
+    bodies come from the heap, which it seldom returns: a door that held 300 bodies of 2 MiB kept
+    a gigabyte after their release. A fixed threshold (setting it stops the raising) keeps each
+    large body in its own mapping, unmapped when freed. Not glibc (musl, macOS): nothing to do."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, 256 * 1024)  # the process's own symbols: its libc
 
 
 def _ignore_signals_from_here(loop: asyncio.AbstractEventLoop) -> None:
@@ -126,7 +163,8 @@ def activated_socket(environ: dict[str, str] | None = None) -> socket.socket | N
     return sock
 
 
-async def _bind(plan: DoorPlan, say: Callable[[str], None], stop: asyncio.Event) -> socket.socket | None:
+async def _bind(plan: DoorPlan, say: Callable[[str], None], stop: asyncio.Event) -> tuple[socket.socket, bool] | None:
+    """The listening socket, and whether systemd passed it; None when a signal came first."""
     activated = activated_socket()
     if activated is not None:
         host = activated.getsockname()[0]
@@ -136,7 +174,7 @@ async def _bind(plan: DoorPlan, say: Callable[[str], None], stop: asyncio.Event)
                 f"the socket systemd passed listens on {host}, beyond loopback: the front door opens the rig there only "
                 "with --allow-remote and an API key (--api-key-file, or $RIGCTL_GATEWAY_API_KEY)"
             )
-        return activated
+        return activated, True
     said = False
     family = socket.AF_INET6 if ":" in plan.host else socket.AF_INET
     while True:
@@ -146,7 +184,7 @@ async def _bind(plan: DoorPlan, say: Callable[[str], None], stop: asyncio.Event)
             sock.bind((plan.host, plan.port))
             sock.listen(BACKLOG)
             sock.setblocking(False)
-            return sock
+            return sock, False
         except OSError as exc:
             sock.close()
             if exc.errno != errno.EADDRINUSE or not plan.wait_for_port:

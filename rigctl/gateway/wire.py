@@ -25,11 +25,19 @@ HOP_BY_HOP = frozenset(
 )
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 LAST_CHUNK = b"0\r\n\r\n"
-REASONS = {400: "Bad Request", 401: "Unauthorized", 405: "Method Not Allowed", 502: "Bad Gateway", 503: "Service Unavailable"}
+REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 ERROR_TYPES = {
     400: "BadRequestError",
     401: "AuthenticationError",
     405: "BadRequestError",
+    408: "RequestTimeout",
     502: "BadGateway",
     503: "ServiceUnavailable",
 }

@@ -196,12 +196,14 @@ def test_listening_beyond_loopback_needs_the_flag_and_a_key(rig: DoorRig) -> Non
 
 
 def test_credentials_in_the_upstream_url_are_never_written(rig: DoorRig) -> None:
-    """--to with user:password@: not in what the door says, nor in the 502 an app gets."""
+    """--to with user:password@: not in what the door says, nor in the 503 an app gets (nothing
+    listens there: what a booting or stopped server looks like, worth a retry)."""
     dead = rig.port + 1 if rig.port < 65000 else rig.port - 1
     said = rig.open_door("--to", f"http://admin:hunter2@127.0.0.1:{dead}")
     answer = httpx.get(f"http://127.0.0.1:{rig.port}/v1/models", timeout=30)
     _, out = rig.close_door()
-    assert answer.status_code == 502 and "did not answer" in answer.json()["error"]["message"]
+    assert answer.status_code == 503 and "refuses connections" in answer.json()["error"]["message"], answer.text
+    assert answer.headers["retry-after"]
     assert "hunter2" not in "".join(said) + out + answer.text and "admin" not in answer.text
 
 
