@@ -146,6 +146,34 @@ def test_served_over_http_on_loopback_and_stopped_by_sigterm(rig: Rig) -> None:
             proc.kill()
 
 
+def test_a_scrape_is_answered_beside_idle_and_half_sent_connections(rig: Rig) -> None:
+    """Every slot held by a connection that sends nothing or half a request line: the scrape is
+    still answered, the oldest silent one giving way to it."""
+    import socket
+
+    from rigctl.exporter.server import CONNECTIONS
+
+    port = free_port()
+    proc = rig.popen("exporter", "--listen", f"127.0.0.1:{port}")
+    hostile: list[socket.socket] = []
+    try:
+        rig.wait_for(proc, f"on http://127.0.0.1:{port}/metrics")
+        for i in range(CONNECTIONS + 8):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+            if i % 2:
+                sock.sendall(b"GET /metr")  # half a request line, then nothing
+            hostile.append(sock)
+        for _ in range(3):
+            answer = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30)
+            assert answer.status_code == 200 and "rigctl_serving_up" in answer.text
+        assert hostile[0].recv(1) == b""  # the oldest gave way
+    finally:
+        for sock in hostile:
+            sock.close()
+        proc.kill()
+        proc.wait()
+
+
 def _get(url: str) -> httpx.Response | None:
     try:
         return httpx.get(url, timeout=5)
