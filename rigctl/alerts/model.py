@@ -22,6 +22,7 @@ AlertKind = Literal[
     "restart",  # the supervisor restarted the last good profile (an event)
     "restart-budget",  # the supervisor's budget is spent: it restarts no more this hour
     "rig-down",  # nothing serves that should (a reboot, a crash while nothing watched): an event
+    "front-door",  # the front door vLLM sits behind is gone, or brought back: an event
 ]
 ChangeState = Literal["fired", "cleared", "event"]
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rigctl.config import Settings
     from rigctl.gateway.recording import Recording
 
-API_KEY_ENV = "RIGCTL_GATEWAY_API_KEY"
+from rigctl.gateway.door_file import API_KEY_ENV
 
 
 def register(sub: common.Subparsers) -> None:
@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from rigctl.config import load_settings
     from rigctl.gateway.bounds import ConnectionBounds
     from rigctl.gateway.control import ControlError, socket_path
+    from rigctl.gateway.door_file import door_file, write_door_file
     from rigctl.gateway.hold import HoldBounds
     from rigctl.gateway.run import DoorPlan
     from rigctl.gateway.run import run as run_door
@@ -133,6 +134,16 @@ def run(args: argparse.Namespace) -> int:
         if activated and port and (bound_host, bound) != (host, port):
             say(f"listening on the socket systemd passed ({shown(bound_host, bound)}), not {shown(host, port)}")
         say(f"the apps' address: http://{shown(bound_host, bound)} -> {behind}")
+        if control is not None:  # the rig's door: its record, for status and for `rigctl watch` to restart it
+            try:
+                write_door_file(
+                    shown(bound_host, bound),
+                    sys.argv[1:],
+                    systemd=activated or run_by_systemd(),
+                    key_from_env=api_key is not None and args.api_key_file is None,
+                )
+            except OSError as exc:
+                say(f"its record {door_file()} could not be written ({exc.strerror or exc}): `rigctl watch` cannot restart it")
         if not is_loopback(bound_host):
             say(f"listening beyond loopback ({host}): every request must carry the API key")
 
@@ -144,6 +155,20 @@ def run(args: argparse.Namespace) -> int:
         raise RigctlError(f"cannot listen on {shown(host, port)}: {exc.strerror or exc}") from None
     say("stopped" + (f": {cut} answer(s) still running were cut" if cut else ""))
     return 0
+
+
+def run_by_systemd() -> bool:
+    """Whether systemd runs this process as a service's main process (it then restarts it, by its
+    unit's Restart=): its parent is systemd, and the service's invocation id is set. A process run
+    under a service (a CI runner's tests) inherits the id, never the parent."""
+    import psutil
+
+    if not os.environ.get("INVOCATION_ID"):
+        return False
+    try:
+        return psutil.Process(os.getppid()).name() == "systemd"
+    except psutil.Error:
+        return False
 
 
 def _status(args: argparse.Namespace) -> int:

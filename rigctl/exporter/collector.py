@@ -140,6 +140,10 @@ class RigCollector(Collector):
     def _serving(self, metrics: dict[str, Metric], serving: ServingStatus) -> None:
         record, active = serving.record, serving.active_profile
         self._add(metrics, f.SERVING_UP, (), 1.0 if active else 0.0)
+        if serving.door is not None:
+            self._add(metrics, f.FRONT_DOOR_UP, (serving.door.listen,), 1.0)
+        elif serving.door_down is not None:
+            self._add(metrics, f.FRONT_DOOR_UP, (serving.door_down,), 0.0)
         if active and record is not None:
             served = self._served_profile(record)
             boot = _last_boot(read_all(), active)

@@ -47,6 +47,13 @@ SERVING_INFO = Family(
     ("profile", "model", "served_model_name", "vllm_version", "tp", "dp", "quantization"),
 )
 SERVING_UP = Family("rigctl_serving_up", "gauge", "1 when rigctl's server is alive and answers with its served name")
+FRONT_DOOR_UP = Family(
+    "rigctl_front_door_up",
+    "gauge",
+    "1 when the front door answers on the apps' address; 0 when vLLM sits behind a door that is gone (the apps are "
+    "refused); no sample where no door stands",
+    ("listen",),
+)
 KV_POOL = Family("rigctl_kv_pool_tokens", "gauge", "KV capacity at max_model_len, as the serving boot logged it", ("profile",))
 MAX_MODEL_LEN = Family("rigctl_max_model_len", "gauge", "The context the server answers with on /v1/models", ("profile",))
 BOOT_SECONDS = Family("rigctl_boot_duration_seconds", "gauge", "How long the serving boot took", ("profile",))
@@ -125,6 +132,7 @@ FAMILIES: tuple[Family, ...] = (
     GPU_LOST,
     SERVING_INFO,
     SERVING_UP,
+    FRONT_DOOR_UP,
     KV_POOL,
     MAX_MODEL_LEN,
     BOOT_SECONDS,

@@ -62,6 +62,13 @@ def rules(settings: Settings) -> list[Rule]:
             "{{ $labels.rig }}: a switch failed and so did its rollback (or was left): nothing serves",
         ),
         Rule(
+            "RigctlFrontDoorDown",
+            f"{f.FRONT_DOOR_UP.name} == 0",
+            30,
+            "error",
+            "{{ $labels.rig }}: the front door on {{ $labels.listen }} is gone and vLLM sits behind it: every app is refused",
+        ),
+        Rule(
             "RigctlAdmissionStalled",
             f"{waiting} > 0 and {generated} == 0",
             settings.alerts_stall,

@@ -1,16 +1,20 @@
 """The control channel: how a switch (CLI, TUI, the watch service's supervisor, a bench arm) tells
 the front door to hold, waits for its drain, cuts, and releases. A Unix socket, mode 0600, in the
-state dir: never TCP, so only the owner's own processes reach it. One JSON object a line each way.
+state dir: never TCP, so only the owner's own processes reach it. One JSON object a line each way,
+each question with an id its answer carries back: a client that gave up waiting for one answer
+drops its connection, and the next question goes on a new one, so a late answer is never read as
+another's.
 
-A hold belongs to the connection that asked for it: if that process dies mid-switch (a SIGKILL, a
-lost SSH session), the door releases its held requests to whatever serves then, rather than
-holding them to their deadline."""
+A hold belongs to the switch process that asked (gateway/control_server.py): its token goes with
+every later question, from whatever connection; the door ends it if that process dies (its held
+requests then get 503 + Retry-After), at its deadline, or when a newer switch holds."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import json
+import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +22,7 @@ from typing import Any
 
 from rigctl import paths
 from rigctl.gateway.apps_seen import AppsSeen
+from rigctl.proc import start_id
 
 LINE_LIMIT = 64 * 1024
 
@@ -40,18 +45,27 @@ def answers(path: Path) -> bool:
 
 # -- a switch's side
 class DoorClient:
-    """A blocking client of the control channel (a switch runs in a thread of its own)."""
+    """A blocking client of the control channel (a switch runs in a thread of its own). A question
+    that times out drops the connection (its answer may still come); the next one reconnects."""
 
     def __init__(self, path: Path, timeout: float = 5.0) -> None:
         self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        try:
-            self.sock.connect(str(path))
-        except OSError:
-            self.sock.close()
-            raise
+        self.timeout = timeout
+        self.token: str | None = None  # the hold this switch asked for
+        self._next_id = 0
         self._buffer = b""
+        self.sock: socket.socket | None = None
+        self._connect()
+
+    def _connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(str(self.path))
+        except OSError:
+            sock.close()
+            raise
+        self.sock, self._buffer = sock, b""
 
     def __enter__(self) -> DoorClient:
         return self
@@ -60,22 +74,45 @@ class DoorClient:
         self.close()
 
     def close(self) -> None:
-        self.sock.close()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
     def ask(self, ask: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        if timeout is not None:
-            self.sock.settimeout(timeout)
+        """One question and its own answer; ControlError when the door did not give it."""
+        self._next_id += 1
+        ask_id = self._next_id
         try:
-            self.sock.sendall(json.dumps(ask).encode() + b"\n")
-            while b"\n" not in self._buffer:
-                data = self.sock.recv(65536)
-                if not data:
-                    raise ControlError(f"{self.path}: the front door closed the control channel")
-                self._buffer += data
-                if len(self._buffer) > LINE_LIMIT:
-                    raise ControlError(f"{self.path}: not a front door's answer")
+            if self.sock is None:
+                self._connect()
+            assert self.sock is not None
+            self.sock.settimeout(self.timeout if timeout is None else timeout)
+            self.sock.sendall(json.dumps({**ask, "id": ask_id}).encode() + b"\n")
+            while True:
+                answer = self._line()
+                if answer.get("id") == ask_id:
+                    break  # an answer of an earlier question (one given up on) is dropped
         except OSError as exc:
-            raise ControlError(f"{self.path}: the front door did not answer ({exc.strerror or exc})") from None
+            self.close()  # its answer may still come: never read on this connection
+            raise ControlError(
+                f"{self.path}: the front door did not answer ({exc.strerror or exc or type(exc).__name__})"
+            ) from None
+        except ControlError:
+            self.close()
+            raise
+        if "error" in answer:
+            raise ControlError(f"the front door: {answer['error']}")
+        return answer
+
+    def _line(self) -> dict[str, Any]:
+        assert self.sock is not None
+        while b"\n" not in self._buffer:
+            data = self.sock.recv(65536)
+            if not data:
+                raise ControlError(f"{self.path}: the front door closed the control channel")
+            self._buffer += data
+            if len(self._buffer) > LINE_LIMIT:
+                raise ControlError(f"{self.path}: not a front door's answer")
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             answer = json.loads(line)
@@ -83,30 +120,75 @@ class DoorClient:
             raise ControlError(f"{self.path}: not a front door's answer") from None
         if not isinstance(answer, dict):
             raise ControlError(f"{self.path}: not a front door's answer")
-        if "error" in answer:
-            raise ControlError(f"the front door: {answer['error']}")
         return answer
+
+    def reachable(self) -> bool:
+        """Whether a door still listens on the socket (a new connection is taken). A question that
+        went unanswered says only that the door was slow (a loaded machine, a stopped process):
+        the door is gone when nothing takes a connection."""
+        self.close()
+        try:
+            self._connect()
+            return True
+        except OSError:
+            return False
 
     def status(self) -> dict[str, Any]:
         return self.ask({"op": "status"})
 
-    def hold(self) -> int:
-        return _count(self.ask({"op": "hold"}), "in_flight")
+    def hold(self, label: str = "", deadline_s: float | None = None) -> int:
+        """Hold for this process (the door ends it if the process dies, or at `deadline_s`); the
+        count in flight, the drain."""
+        pid = os.getpid()
+        ask: dict[str, Any] = {"op": "hold", "pid": pid, "start": start_id(pid), "label": label or f"rigctl pid {pid}"}
+        if deadline_s is not None:
+            ask["deadline_s"] = deadline_s
+        answer = self.ask(ask)
+        token = answer.get("hold")
+        if not isinstance(token, str):
+            raise ControlError(f"{self.path}: not a front door's answer (no hold)")
+        self.token = token
+        return _count(answer, "in_flight")
 
     def wait(self, seconds: float) -> int:
         return _count(self.ask({"op": "wait", "seconds": seconds}, timeout=seconds + 5.0), "in_flight")
 
-    def cut(self) -> int:
-        return _count(self.ask({"op": "cut"}), "cut")
+    def cut(self, why: str = "") -> int:
+        return _count(self.ask({"op": "cut", "hold": self.token, "why": why}), "cut")
 
     def release(self) -> AppsSeen:
-        seen = self.ask({"op": "release"}).get("apps")
+        """Release this switch's hold; what the apps saw of it (also when the door had ended it:
+        its deadline, its supersession, a release asked twice)."""
+        seen = self.ask({"op": "release", "hold": self.token}).get("apps")
         if not isinstance(seen, dict):
             raise ControlError(f"{self.path}: not a front door's answer")
         try:
             return AppsSeen(**{k: v for k, v in seen.items() if k in AppsSeen.__dataclass_fields__})
         except TypeError:
             raise ControlError(f"{self.path}: not a front door's answer") from None
+
+
+@dataclass(frozen=True)
+class EndedHoldSeen:
+    """A hold the door ended: who held it, how it ended, what its apps saw."""
+
+    label: str
+    pid: int | None
+    how: str
+    apps: AppsSeen
+
+
+def _ended_hold(raw: object) -> EndedHoldSeen | None:
+    if not isinstance(raw, dict):
+        return None
+    label, pid, how, apps = raw.get("label"), raw.get("pid"), raw.get("how"), raw.get("apps")
+    if not (isinstance(label, str) and isinstance(how, str) and isinstance(apps, dict)):
+        return None
+    try:
+        seen = AppsSeen(**{k: v for k, v in apps.items() if k in AppsSeen.__dataclass_fields__})
+    except TypeError:
+        return None
+    return EndedHoldSeen(label, pid if isinstance(pid, int) else None, how, seen)
 
 
 @dataclass(frozen=True)
@@ -119,6 +201,8 @@ class DoorSeen:
     held: int
     holding: bool
     by_client: tuple[tuple[str, int], ...] = ()  # in flight, per client (the User-Agent's product), most first
+    holder: str | None = None  # what holds it now ("the switch to alt (rigctl pid 4242)")
+    last_hold: EndedHoldSeen | None = None  # how the last hold ended, and what its apps saw
 
     def brief(self) -> str:
         held = f", {self.held} held" if self.holding or self.held else ""
@@ -148,7 +232,10 @@ def seen(path: Path | None = None, timeout_s: float = 1.0) -> DoorSeen | None:
     raw = status.get("in_flight_by_client")
     clients = {str(k): v for k, v in raw.items() if isinstance(v, int)} if isinstance(raw, dict) else {}
     by_client = tuple(sorted(clients.items(), key=lambda kv: (-kv[1], kv[0])))
-    return DoorSeen(pid, listen, in_flight, held, bool(holding), by_client)
+    holder = status.get("holder")
+    label = holder.get("label") if isinstance(holder, dict) else None
+    last = _ended_hold(status.get("last_hold"))
+    return DoorSeen(pid, listen, in_flight, held, bool(holding), by_client, label if isinstance(label, str) else None, last)
 
 
 def _count(answer: dict[str, Any], key: str) -> int:

@@ -31,7 +31,6 @@ from rigctl.gateway.reuse import PrefixReuse, prompt_text
 from rigctl.gateway.upstream import CONNECT_S, EnginePool, split_upstream
 from rigctl.jsonio import loads_strict
 
-RETRY_AFTER_S = 5
 HEALTH_S = 5.0  # for vLLM's /health to answer when a forwarded request has waited silent_s for its first byte
 Resolver = Callable[[], "str | None"]  # the base URL of what serves now (None: nothing)
 
@@ -115,7 +114,7 @@ class Gateway:
                 size = exchange.buffered + sum(len(v) for _, v in exchange.headers)
                 full = self.hold.full(size)
                 if full:
-                    self._answer(exchange, 503, f"rigctl gateway: the rig is switching and {full}", RETRY_AFTER_S)
+                    self._answer(exchange, 503, f"rigctl gateway: the rig is switching and {full}", wire.RETRY_AFTER_S)
                     return
                 exchange.ticket = self.hold.enter(size)
                 try:
@@ -123,7 +122,7 @@ class Gateway:
                 except asyncio.CancelledError:
                     return  # the app hung up while it waited: never sent
                 if not serving:
-                    self._answer(exchange, 503, "rigctl gateway: the rig is switching; try again shortly", RETRY_AFTER_S)
+                    self._answer(exchange, 503, "rigctl gateway: the rig is switching; try again shortly", wire.RETRY_AFTER_S)
                     return
             await self._forward(exchange)
             await exchange.done
@@ -138,13 +137,13 @@ class Gateway:
         if exchange.method == b"CONNECT" or not wire.is_origin_form(exchange.target):
             return 400, "rigctl gateway forwards only to the rig's vLLM: the request-target must be a path (/v1/...)", None
         if self.stopping:
-            return 503, "rigctl gateway is stopping (a restart of the door, or its unit stopped)", RETRY_AFTER_S
+            return 503, "rigctl gateway is stopping (a restart of the door, or its unit stopped)", wire.RETRY_AFTER_S
         return None
 
     async def _forward(self, exchange: Exchange) -> None:
         url = self.resolve()
         if url is None:
-            self._answer(exchange, 503, "rigctl gateway: nothing serves on this rig now", RETRY_AFTER_S)
+            self._answer(exchange, 503, "rigctl gateway: nothing serves on this rig now", wire.RETRY_AFTER_S)
             return
         try:
             key, host = split_upstream(url)
@@ -156,7 +155,7 @@ class Gateway:
         except ConnectionRefusedError:
             # nothing listens there now: a vLLM still booting, or stopped; no request reached it
             message = f"rigctl gateway: vLLM at {host.decode()} refuses connections (booting, or stopped); try again shortly"
-            self._answer(exchange, 503, message, RETRY_AFTER_S)
+            self._answer(exchange, 503, message, wire.RETRY_AFTER_S)
             return
         except (OSError, TimeoutError) as exc:
             self._answer(exchange, 502, f"rigctl gateway: vLLM at {host.decode()} did not answer: {_why(exc)}")
@@ -293,38 +292,52 @@ class Gateway:
                 pass
         return len(self.in_flight)
 
-    def cut(self) -> int:
-        """End every answer in flight now (the drain's deadline): the apps see them cut, and vLLM,
-        whose connection closes, stops generating them."""
+    def cut(self, why: str) -> int:
+        """End every answer in flight now (the drain's deadline), each app told `why` (a stream by
+        an SSE error event, an answer not begun by a 503: upstream.EngineConnection.cut); vLLM,
+        whose connection closes, stops generating them. The count cut."""
         cut = list(self.in_flight)
         for exchange in cut:
             if exchange.engine is not None:
-                exchange.engine.abort()
-            exchange.app.abort()
-            exchange.end("cut")
+                exchange.engine.cut(f"rigctl gateway: {why}")
+            else:
+                exchange.app.abort()
+                exchange.end("cut")
         return len(cut)
 
-    def end_hold(self) -> AppsSeen:
+    def end_hold(self, serving: bool = True) -> AppsSeen:
         """Release the held requests, in arrival order, to what serves now (or 503 each when
-        nothing does); what the apps saw of the hold."""
+        nothing does, or when `serving` is False: a switch that died may have left a server
+        booting); what the apps saw of the hold."""
         window = self.window
         if window is None:
             return AppsSeen()
         self.window = None
-        serving = self.resolve() is not None
+        serving = serving and self.resolve() is not None
         window_s = self.hold.clock() - self.hold.since
         released = self.hold.end(serving)
-        seen = AppsSeen(
+        waited = [t.released - t.arrived for t in released if t.released]
+        return self._seen(window, window_s, waited, 0 if serving else len(released))
+
+    def hold_so_far(self) -> AppsSeen:
+        """What the apps have seen of the hold under way (a superseded switch's record)."""
+        window = self.window
+        if window is None:
+            return AppsSeen()
+        now = self.hold.clock()
+        return self._seen(window, now - self.hold.since, [now - t.arrived for t in self.hold.line], 0)
+
+    def _seen(self, window: HoldWindow, window_s: float, waited: list[float], refused_now: int) -> AppsSeen:
+        return AppsSeen(
             held=self.hold.held,
-            longest_s=round(max([self.hold.longest, *(t.released - t.arrived for t in released if t.released)]), 3),
+            longest_s=round(max([self.hold.longest, *waited]), 3),
             window_s=round(window_s, 3),
-            refused=window.refused + (0 if serving else len(released)),
+            refused=window.refused + refused_now,
             in_flight=len(window.in_flight),
             finished=window.ended["finished"],
             cut=window.ended["cut"],
             gone=window.ended["gone"],
         )
-        return seen
 
     def status(self) -> dict[str, object]:
         return {
@@ -363,7 +376,7 @@ class Gateway:
         if self.window is not None:
             self.end_hold()
         await self.wait_idle(grace_s)
-        left = self.cut()
+        left = self.cut(f"the front door stopped, and this answer ran past its {grace_s:g} s grace")
         for app in list(self.connections.open):
             app.close()
         self.pool.close()

@@ -11,9 +11,11 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from rigctl.gateway import wire
 from rigctl.gateway.answer import AnswerReader
 
 CONNECT_S = 10.0
+CUT_WAIT_S = 1.0  # for the event under way to end before a stream is cut (vLLM writes one in a write)
 IDLE_REUSE_S = 4.0  # uvicorn closes an idle keep-alive connection after 5 s: never reuse one near that
 
 
@@ -81,6 +83,16 @@ class EngineConnection(asyncio.Protocol):
         self.head_done = False
         self.reading = False  # the answer's body is read for the recording (its usage, its error)
         self.streamed = False
+        self.chunked = False
+        # the bytes the app has are a whole number of chunks: the last callback ended a chunk and
+        # the bytes so far end with its CRLF (a chunk-size line arriving split has no callback)
+        self.at_chunk_end = False
+        self._last_chunk_event = ""
+        self._tail = b""  # the last two bytes passed to the app
+        self._event_tail = b""  # the last two bytes of the answer's body: an SSE event ends with a blank line
+        self.chunks = 0  # of a chunked answer: a streamed answer's events, about one a token
+        self.first_byte = 0.0  # monotonic
+        self.pending_cut: str | None = None  # cut at the end of the chunk under way
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -89,7 +101,9 @@ class EngineConnection(asyncio.Protocol):
         self.exchange = exchange
         self.parser = httptools.HttpResponseParser(self)
         self.reusable = False
-        self.framed = self.head_done = self.streamed = False
+        self.framed = self.head_done = self.streamed = self.chunked = self.at_chunk_end = False
+        self._last_chunk_event, self._tail, self._event_tail = "", b"", b""
+        self.chunks, self.first_byte, self.pending_cut = 0, 0.0, None
         self.reading = self.pool.recording and exchange.kept is not None
         self.send(head)
 
@@ -102,7 +116,8 @@ class EngineConnection(asyncio.Protocol):
         if exchange is None or self.parser is None:
             self.abort()  # bytes nobody asked for: the connection is not to be trusted
             return
-        exchange.answered = True
+        if not exchange.answered:
+            exchange.answered, self.first_byte = True, time.monotonic()
         exchange.app.write(data)  # the bytes as vLLM sent them
         try:
             self.parser.feed_data(data)
@@ -110,13 +125,26 @@ class EngineConnection(asyncio.Protocol):
             self.abort()
             exchange.app.abort()  # the app sees the answer cut, as it was
             exchange.end("cut")
+            return
+        self._tail = (self._tail + data)[-2:]
+        self.at_chunk_end = self._last_chunk_event == "complete" and self._tail == b"\r\n"
+        if self.pending_cut is not None and self.exchange is exchange and self._ends_cleanly():
+            self._end_with_error(self.pending_cut)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         lower = name.lower()
         if lower in (b"content-length", b"transfer-encoding"):
             self.framed = True
+            self.chunked = self.chunked or (lower == b"transfer-encoding" and b"chunked" in value.lower())
         elif lower == b"content-type" and b"event-stream" in value:
             self.streamed = True
+
+    def on_chunk_header(self) -> None:
+        self._last_chunk_event = "header"
+
+    def on_chunk_complete(self) -> None:
+        self._last_chunk_event = "complete"
+        self.chunks += 1
 
     def on_headers_complete(self) -> None:
         assert self.parser is not None and self.exchange is not None
@@ -131,6 +159,8 @@ class EngineConnection(asyncio.Protocol):
             self.on_message_complete()
 
     def on_body(self, body: bytes) -> None:
+        self._last_chunk_event = "body"
+        self._event_tail = (self._event_tail + body)[-2:]
         if self.reading and self.exchange is not None and self.exchange.kept is not None and self.exchange.kept.answer:
             self.exchange.kept.answer.feed(body)  # a copy read for the recording; the app got the bytes already
 
@@ -167,10 +197,66 @@ class EngineConnection(asyncio.Protocol):
             exchange.end("finished")
             return
         if exchange.answered:
-            exchange.app.abort()  # cut under it: the app sees its answer end short, as vLLM left it
+            # cut under it (the engine died, or was stopped): a stream between two events is told
+            # why; anything else ends short, as vLLM left it
+            if self._ends_cleanly():
+                self.exchange = exchange
+                self._end_with_error("vLLM closed the stream mid-answer (its engine stopped or died)")
+                return
+            exchange.app.abort()
             exchange.end("cut")
         else:
             exchange.no_answer("vLLM closed the connection without answering")
+
+    def cut(self, why: str) -> None:
+        """End this answer now and tell the app why: a stream between two events gets one SSE
+        event in vLLM's error shape and its last chunk (mid-event, once the event under way has
+        ended, at most CUT_WAIT_S later); an answer not begun gets a 503 with Retry-After; any
+        other answer ends short. vLLM's connection closes, and vLLM stops generating it."""
+        exchange = self.exchange
+        if exchange is None or exchange.outcome is not None:
+            return
+        if not exchange.answered:
+            exchange.app.write(wire.error_answer(503, why, wire.RETRY_AFTER_S))
+            self.abort()
+            exchange.end("cut")
+        elif self._ends_cleanly():
+            self._end_with_error(why)
+        elif self.streamed:
+            self.pending_cut = why
+            asyncio.get_running_loop().call_later(CUT_WAIT_S, self._cut_short, exchange)
+        else:
+            self._cut_short(exchange)
+
+    def _ends_cleanly(self) -> bool:
+        """An SSE event can be added to what the app has: a chunked stream between two chunks, or a
+        stream that ends with its connection (HTTP/1.0's way) between two events."""
+        if not self.streamed:
+            return False
+        if self.chunked:
+            return self.at_chunk_end
+        return self.head_done and not self.framed and self._event_tail == b"\n\n"
+
+    def _end_with_error(self, why: str) -> None:
+        exchange = self.exchange
+        assert exchange is not None
+        self.exchange = None
+        if self.chunked:
+            separator = b"" if self._event_tail == b"\n\n" else b"\n\n"
+            exchange.app.write(wire.chunk(separator + wire.sse_error(503, why)) + wire.LAST_CHUNK)
+        else:
+            exchange.keep_alive = False  # its end is its connection's close
+            exchange.app.write(wire.sse_error(503, why))
+        self.abort()
+        exchange.end("cut")
+
+    def _cut_short(self, exchange: Exchange) -> None:
+        if exchange.outcome is not None:
+            return
+        self.exchange = None
+        self.abort()
+        exchange.app.abort()
+        exchange.end("cut")
 
     def abort(self) -> None:
         self.lost = True

@@ -24,6 +24,7 @@ HOP_BY_HOP = frozenset(
     }
 )
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+RETRY_AFTER_S = 5  # what a 503 of the door's own tells the app to wait
 LAST_CHUNK = b"0\r\n\r\n"
 REASONS = {
     400: "Bad Request",
@@ -59,11 +60,21 @@ def chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
+def error_body(status: int, message: str) -> bytes:
+    """vLLM's error shape (an ErrorResponse), which the openai SDK reads as an APIError's message."""
+    error = {"message": message, "type": ERROR_TYPES.get(status, "Error"), "param": None, "code": status}
+    return json.dumps({"error": error}).encode()
+
+
+def sse_error(status: int, message: str) -> bytes:
+    """A stream's end as vLLM ends one that fails mid-answer: one error event, then [DONE]."""
+    return b"data: " + error_body(status, message) + b"\n\ndata: [DONE]\n\n"
+
+
 def error_answer(status: int, message: str, retry_after: int | None = None) -> bytes:
     """A whole answer of the front door's own; the connection closes after it (the app's body may
     not have been read)."""
-    body = json.dumps({"error": {"message": message, "type": ERROR_TYPES.get(status, "Error"), "param": None, "code": status}})
-    data = body.encode()
+    data = error_body(status, message)
     head = [
         f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
         "content-type: application/json",

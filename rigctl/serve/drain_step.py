@@ -5,6 +5,7 @@ gauges always; and the door's hold across the whole transaction."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.gateway.control import ControlError, DoorClient
@@ -21,7 +22,9 @@ class DoorHold:
     the end is (a switch, a rollback, a failure, a refusal under the lock, Ctrl-C); released to
     what serves then. Its channel closing (this process killed) releases it too."""
 
-    def __init__(self) -> None:
+    def __init__(self, action: str) -> None:
+        """`action`: what holds, as the apps' cut streams and `gateway --status` name it ("the switch to alt")."""
+        self.action = action
         self.client: DoorClient | None = None
         self.in_flight = 0
         self.drain: front_door.DoorDrain | None = None
@@ -31,7 +34,7 @@ class DoorHold:
         if client is None:
             return
         try:
-            self.in_flight = client.hold()
+            self.in_flight = client.hold(f"{self.action} (rigctl pid {os.getpid()})", hold_deadline(ctx))
         except ControlError as exc:
             client.close()
             ctx.say("warning", f"the front door could not be told to hold ({exc}): the apps may see the switch", profile)
@@ -43,10 +46,7 @@ class DoorHold:
         """The door's requests in flight, cut now (--no-drain); 0 when there is no door or it is gone."""
         if self.client is None:
             return 0
-        try:
-            return self.client.cut()
-        except ControlError:
-            return 0
+        return front_door.cut(self.client, f"cut by {self.action} (--no-drain)", lambda text: None)
 
     def release(self, ctx: ServeContext, target: str) -> AppsSeen | None:
         client, self.client = self.client, None
@@ -56,6 +56,15 @@ class DoorHold:
             bypass_cut = max(0, self.drain.gauges.left - self.drain.door_cut) if self.drain.gauges.known else 0
             seen = dataclasses.replace(seen, bypass_cut=bypass_cut)
         return seen
+
+
+def hold_deadline(ctx: ServeContext) -> float:
+    """How long a transaction may hold the door at most: its drain, a stop, a boot and its
+    verification, and a rollback's; the door ends the hold then whatever its holder does."""
+    settings = ctx.settings
+    return (
+        settings.drain_timeout + settings.stop_grace + settings.kill_wait + 2.5 * (settings.boot_timeout + settings.verify_timeout)
+    )
 
 
 def drain_before_stop(
@@ -79,7 +88,8 @@ def drain_before_stop(
     ctx.say("step", f"letting the requests on {record.profile} finish (up to {deadline:g} s)", record.profile)
     say = lambda text: ctx.say("phase", text, record.profile)  # noqa: E731 - one line, used twice
     if door.client is not None:
-        door.drain = front_door.drain(door.client, door.in_flight, record.base_url, api_key, deadline, say)
+        why = f"cut by {door.action}: the drain's {deadline:g} s deadline passed"
+        door.drain = front_door.drain(door.client, door.in_flight, record.base_url, api_key, deadline, say, why)
         done = door.drain.gauges
         if door.drain.door_cut:
             ctx.say(

@@ -27,11 +27,21 @@ def find() -> DoorClient | None:
 
 
 def runs() -> bool:
+    return listening() is not None
+
+
+def listening() -> str | None:
+    """The apps' address of the rig's front door (HOST:PORT), when one runs."""
     door = find()
     if door is None:
-        return False
-    door.close()
-    return True
+        return None
+    try:
+        listen = door.status().get("listen")
+    except ControlError:
+        return None
+    finally:
+        door.close()
+    return listen if isinstance(listen, str) else None
 
 
 def internal_port() -> int:
@@ -43,9 +53,12 @@ def internal_port() -> int:
         return port
 
 
-def behind_door(spec: LaunchSpec) -> LaunchSpec:
-    """The launch, moved to an internal port when a front door runs; unchanged otherwise."""
-    return moved_to(spec, internal_port()) if runs() else spec
+def behind_door(spec: LaunchSpec) -> tuple[LaunchSpec, str | None]:
+    """The launch, moved to an internal port when a front door runs, and the door's address (the
+    server record keeps it: while vLLM sits behind the door, the door's death is the rig's);
+    unchanged, and None, otherwise."""
+    listen = listening()
+    return (moved_to(spec, internal_port()), listen) if listen else (spec, None)
 
 
 @dataclass(frozen=True)
@@ -64,14 +77,16 @@ def drain(
     api_key: str | None,
     deadline_s: float,
     say: Callable[[str], None],
+    why: str,
     clock: Callable[[], float] = time.monotonic,
 ) -> DoorDrain:
     """Until the door has nothing in flight and vLLM's gauges say nothing runs (a client that
-    bypasses the door), at most `deadline_s`; then what is left is cut by the door. A door that
-    goes away midway (killed, restarted) leaves the drain to the gauges, said once."""
+    bypasses the door), at most `deadline_s`; then what is left is cut by the door, each app told
+    `why`. A wait the door does not answer in time is no proof it is gone: the drain goes on, asking
+    on a new connection, and only a door that takes no connection leaves it to the gauges."""
     start = clock()
     gauges_first = in_flight(base_url, api_key)
-    door_left, gauges_left, said, lost = at_start, gauges_first, None, False
+    door_left, gauges_left, said, lost, slow_said = at_start, gauges_first, None, False, False
     while clock() - start < deadline_s and (door_left or gauges_left):
         seen = (door_left, gauges_left)
         if seen != said:
@@ -89,34 +104,52 @@ def drain(
             try:
                 door_left = door.wait(wait)
             except ControlError as exc:
-                say(f"the front door went away during the drain ({exc}): vLLM's gauges decide the rest")
-                door_left, lost = 0, True
+                if door.reachable():
+                    if not slow_said:
+                        say(f"the front door was slow to answer ({exc}); it is still there: the drain goes on")
+                        slow_said = True
+                else:
+                    say(f"the front door went away during the drain ({exc}): vLLM's gauges decide the rest")
+                    door_left, lost = 0, True
         gauges_now = in_flight(base_url, api_key)
         gauges_left = gauges_now if gauges_now is not None else gauges_left
-    cut = 0
-    if door_left and not lost:
-        try:
-            cut = door.cut()
-        except ControlError as exc:
-            say(f"the front door could not be told to cut ({exc}): the stop cuts what runs")
+    cut_count = cut(door, why, say) if door_left and not lost else 0
     seconds = clock() - start
     gauges = Drained(gauges_first or 0, gauges_left or 0, seconds, known=gauges_first is not None)
-    return DoorDrain(gauges, at_start, cut)
+    return DoorDrain(gauges, at_start, cut_count)
+
+
+def cut(door: DoorClient, why: str, say: Callable[[str], None]) -> int:
+    """The door's answers in flight cut, each app told `why`; asked again on a new connection when
+    the first question went unanswered and the door still answers (vLLM must never be stopped
+    under the door's streams uncut while the door is there to cut them)."""
+    for attempt in (1, 2):
+        try:
+            return door.cut(why)
+        except ControlError as exc:
+            if attempt == 2 or not door.reachable():
+                say(f"the front door could not be told to cut ({exc}): the stop cuts what runs")
+                return 0
+    return 0
 
 
 def release(door: DoorClient | None, say: Callable[[str], None]) -> AppsSeen | None:
     """Release the held requests to what serves now; what the apps saw (None: no door, or it
-    could not be asked)."""
+    could not be asked). A release the door did not answer is asked again on a new connection
+    (the door keeps what the apps saw of a hold for its token)."""
     if door is None:
         return None
     try:
-        seen = door.release()
-    except ControlError as exc:
-        say(f"the front door could not be told to release ({exc}): what the apps saw of this switch is unknown")
+        for attempt in (1, 2):
+            try:
+                return door.release()
+            except ControlError as exc:
+                if attempt == 2 or not door.reachable():
+                    say(f"the front door could not be told to release ({exc}): what the apps saw of this switch is unknown")
+                    return None
         return None
     finally:
         door.close()
-    return seen
 
 
 def served_url() -> Callable[[], str | None]:

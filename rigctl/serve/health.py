@@ -5,9 +5,10 @@ ExecStartPost, Uptime Kuma, a blackbox probe). Three answers, each with one line
               (when requests wait, tokens come out)
     down      nothing serves: nothing was started, its process is gone, a switch is under way,
               or it does not answer in time
-    degraded  up, but something an owner would want to know fires: admission stalled (requests
-              wait, no token comes out), the KV cache full with requests waiting, the prefix
-              hit rate collapsed after a switch
+    degraded  up, but something an owner would want to know fires: the front door vLLM sits
+              behind is gone (the apps are refused), admission stalled (requests wait, no token
+              comes out), the KV cache full with requests waiting, the prefix hit rate collapsed
+              after a switch
 
 The engine's figures come from two scrapes `window` seconds apart (a /health 200 says nothing of
 whether anything is being served: the failure owners actually hit).
@@ -105,6 +106,10 @@ def check_health(
         return HealthCheck("down", f"{record.profile} (pid {record.pid}) answers /health but not /metrics", (), record.profile)
     reasons = [r for r in (stalled(before, after), kv_full(after)) if r] + list(firing)
     serves = f"{record.profile} serves (pid {record.pid}, {record.base_url})"
+    if serving.door_down is not None:
+        # the engine serves, but the apps reach it only through the door: for them, nothing answers
+        door = f"the front door on {serving.door_down} is gone: the apps are refused ({serves} behind it)"
+        return HealthCheck("degraded", door, (door, *reasons), record.profile)
     if reasons:
         return HealthCheck("degraded", f"{serves}, but {reasons[0]}", tuple(reasons), record.profile)
     return HealthCheck("healthy", serves, (), record.profile)

@@ -146,11 +146,11 @@ def boot(
     `verify_decides` False (a rollback: what served before is better than nothing): a failed
     verification is a warning, and the server stays."""
     ctx.say("step", f"starting {profile.name}", profile.name)
-    spec = front_door.behind_door(spec)
+    spec, door = front_door.behind_door(spec)
     ctx.say("command", spec.display(), profile.name)
     with no_interrupt():
         try:
-            record = ctx.launcher.start(spec, profile.name)
+            record = dataclasses.replace(ctx.launcher.start(spec, profile.name), front_door=door)
         except Exception as exc:  # noqa: BLE001 - a deleted venv, systemctl or docker failing, an unwritable log
             return not_started(
                 profile.name,

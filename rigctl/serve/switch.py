@@ -138,7 +138,7 @@ def switch(
 
 def switch_with(ctx: ServeContext, target: str, options: SwitchOptions) -> SwitchOutcome:
     began = time.time()
-    door = DoorHold()
+    door = DoorHold(f"the {'bench arm' if options.fallback else 'switch'} to {target}")
     try:
         outcome, drained = _switch(ctx, target, options, began, door)
     finally:
@@ -343,7 +343,7 @@ def stop(ctx: ServeContext, drain: float | None = None) -> SwitchOutcome:
     """Stop the server rigctl started, once its running requests have finished (`drain` as for a
     switch)."""
     began = time.time()
-    door = DoorHold()
+    door = DoorHold("rigctl stop")
     try:
         outcome, drained = _stop(ctx, drain, door)
     finally:

@@ -160,9 +160,13 @@ class Handler(BaseHTTPRequestHandler):
     def _stream(self, request: Request, chat: bool, usage: bool, forced: str | None = None) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
+        self.send_header("transfer-encoding", "chunked")  # as uvicorn frames vLLM's StreamingResponse: an event a chunk
         self.end_headers()
         self._access(200)
+
+        def event(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
         kind = "chat.completion.chunk" if chat else "text_completion"
         generated = 0
         try:
@@ -186,7 +190,7 @@ class Handler(BaseHTTPRequestHandler):
                     "model": self.server.served_names[0],
                     "choices": [choice],
                 }
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                event(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             if usage:  # stream_options.include_usage: vLLM's last chunk has no choices, only the counts
                 last = {
@@ -201,11 +205,13 @@ class Handler(BaseHTTPRequestHandler):
                         "total_tokens": request.prompt_tokens + generated,
                     },
                 }
-                self.wfile.write(f"data: {json.dumps(last)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
+                event(f"data: {json.dumps(last)}\n\n".encode())
+            event(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.server.engine.abort(request)
-        self.close_connection = True
+            self.close_connection = True
 
     def _complete(self, request: Request, chat: bool, forced: str | None = None) -> None:
         generated, finish = 0, "length"

@@ -6,6 +6,7 @@ lock; bounded by a rewrite that keeps the newer half."""
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, Literal
 
 from rigctl import jsonio, paths
 from rigctl.atomic import write_text_atomic
+from rigctl.gateway.apps_seen import AppsSeen
 
 SwitchStatus = Literal["switched", "rolled_back", "rollback_failed", "failed", "refused", "stopped", "interrupted"]
 Action = Literal["switch", "bench", "stop"]  # bench: an arm of `rigctl bench` (its switches roll back to its control)
@@ -34,6 +36,7 @@ class Ending:
     refused: int | None = None  # requests the front door answered 503 (a bound, the deadline, nothing serving)
     verified: bool | None = None  # the new boot's verification passed (None: not verified, or no boot)
     verify_failed: str | None = None  # the check that failed, as the verification said it
+    began: float | None = None  # an interrupted action's start, as its state said it (one ending each)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,6 +59,45 @@ def append_ending(ending: Ending) -> None:
         endings, _ = read_endings()
         kept = endings[len(endings) // 2 :]
         write_text_atomic(path, "".join(jsonio.dumps(e.to_json(), sort_keys=True) + "\n" for e in kept), mode=0o600)
+
+
+_NOTED: set[tuple[str, float]] = set()  # interrupted actions this process has already looked up
+
+
+def note_interrupted(action: Action, target: str, began: float, apps: AppsSeen | None) -> bool:
+    """An action whose process died (SIGKILL, a lost SSH session) wrote no ending: the first reader
+    to see it dead writes one, status "interrupted", with what the front door says its apps saw
+    (`apps`, None: no door, or the door did not know). One ending per action: whether it was
+    written is looked up in the journal (once a process). True when this call wrote it."""
+    key = (target, began)
+    if key in _NOTED:
+        return False
+    _NOTED.add(key)
+    try:
+        endings, _ = read_endings()
+    except jsonio.DamagedFile:
+        endings = []
+    if any(e.began == began and e.status == "interrupted" for e in endings[-64:]):
+        return False
+    now = time.time()
+    ending = Ending(
+        when=now,
+        action=action,
+        status="interrupted",
+        target=target,
+        seconds=round(max(0.0, now - began), 3),
+        finished=apps.finished if apps else None,
+        cut=apps.cut if apps else None,
+        held=apps.held if apps else None,
+        held_longest_s=apps.longest_s if apps else None,
+        refused=apps.refused if apps else None,
+        began=began,
+    )
+    try:
+        append_ending(ending)
+    except OSError:
+        return False  # a read-only state dir: the next reader that can write will
+    return True
 
 
 def read_endings() -> tuple[list[Ending], list[int]]:

@@ -8,6 +8,7 @@ environment (state/discover.py), so `status` and `stop` still reach it.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from rigctl.gateway.control import seen as door_seen
 from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_argv
 from rigctl.state import discover
+from rigctl.state.journal import Action, note_interrupted
 from rigctl.state.servers import ServerView, view_for
 from rigctl.state.statefiles import (
     ActiveState,
@@ -130,6 +132,7 @@ class ServingStatus:
     notes: tuple[str, ...] = ()
     api_key: str | None = field(default=None, repr=False)  # the server's own, to ask it more (never shown)
     door: DoorSeen | None = None  # the rig's front door, when one runs (the apps' address)
+    door_down: str | None = None  # HOST:PORT of the front door vLLM sits behind, when nothing answers there
 
     def to_json(self) -> dict[str, Any]:
         state = self.state.to_json() if self.state else None
@@ -140,7 +143,11 @@ class ServingStatus:
             "active_profile": self.active_profile,
             "summary": self.summary,
             "notes": list(self.notes),
-            "front_door": self.door.to_json() if self.door else None,
+            "front_door": {**self.door.to_json(), "up": True}
+            if self.door
+            else {"listen": self.door_down, "up": False}
+            if self.door_down
+            else None,
             "state": state,
             "server": None
             if self.record is None
@@ -157,6 +164,29 @@ class ServingStatus:
                 "max_model_len": self.probe.max_model_len if self.probe else None,
             },
         }
+
+
+def door_down_text(listen: str) -> str:
+    return f"the front door on {listen} is gone: the apps are refused (`rigctl gateway`, or `rigctl watch` brings it back)"
+
+
+def door_listens(listen: str, timeout_s: float = 0.5) -> bool:
+    """Whether anything takes a connection at the apps' address HOST:PORT (the door, there)."""
+    host, _, port = listen.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _note_killed(state: ActiveState, door: DoorSeen | None) -> None:
+    """A switch or stop whose rigctl died wrote no ending: one is written now, with what the front
+    door says its apps saw when that process held it."""
+    last = door.last_hold if door is not None else None
+    apps = last.apps if last is not None and last.pid is not None and last.pid == state.owner_pid else None
+    action: Action = "stop" if state.status == "stopping" else "switch"
+    note_interrupted(action, state.target or state.profile or "", state.since, apps)
 
 
 def observe(
@@ -182,15 +212,22 @@ def observe(
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))
 
     door = door_seen()
+    door_down = record.front_door if record is not None and alive and door is None and record.front_door else None
+    if door_down is not None and door_listens(door_down):
+        door_down = None  # the control channel was slow, but the apps' address takes connections
 
     def status(active: str | None, summary: str) -> ServingStatus:
         if door is not None:
             summary = f"{summary} | {door.brief()}"
-        return ServingStatus(active, state, record, alive, probe, summary, tuple(notes), api_key, door)
+        elif door_down is not None:
+            summary = f"{summary} | {door_down_text(door_down)}"
+        return ServingStatus(active, state, record, alive, probe, summary, tuple(notes), api_key, door, door_down)
 
     switching = bool(state and state.status == "switching")
     if switching and state and owner_alive(state.owner_pid, state.owner_start):
         return status(None, f"switching to {state.target} (rigctl pid {state.owner_pid})")
+    if state and state.status in ("switching", "stopping") and not owner_alive(state.owner_pid, state.owner_start):
+        _note_killed(state, door)
     if switching and state:
         seen = (
             f"a server for {record.profile} is running" + (" and answering" if answering else ", not answering")

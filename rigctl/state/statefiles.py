@@ -41,6 +41,7 @@ class ServerRecord:
     container: str | None = None
     boot_id: str | None = None
     start_id: str | None = None  # proc.start_id: the process's start, which no clock step changes
+    front_door: str | None = None  # HOST:PORT of the front door it was started behind (the apps' address)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -23,6 +23,7 @@ from rigctl.observe.pipeline import LivePipeline
 from rigctl.record.rows import Row
 from rigctl.record.service_lock import ServiceLock
 from rigctl.signals import Stop
+from rigctl.watch.door_keeper import DoorKeeper
 from rigctl.watch.supervisor import RestartResult, Supervisor, rig_down
 
 T = TypeVar("T")
@@ -58,6 +59,7 @@ class WatchService:
         self.events: queue.Queue[Alert] = queue.Queue()  # from the supervisor's thread
         self.supervisor = Supervisor(restart, settings.supervise_max_restarts, self.events.put) if restart else None
         self._down_said = False  # the rig-down event of this spell of nothing serving was sent
+        self.door_keeper = DoorKeeper()  # the front door vLLM sits behind, brought back when it dies
         start_on_boot = settings.supervise_start_on_boot
         self.bring_up = settings.supervise_restart if start_on_boot is None else start_on_boot
 
@@ -78,6 +80,7 @@ class WatchService:
         served = drained(self.supervisor.served) if self.supervisor is not None else []
         changes = pipeline.judge(rig=tick.rig, engine=state, serving=serving, served=served, now=now)
         changes += [evaluator.event(alert, now) for alert in events]
+        changes += [evaluator.event(alert, now) for alert in self.door_keeper.tick(serving)]
         down = rig_down(serving)
         died = any(a.kind == "engine-died" for a in evaluator.firing.values())
         if down is not None and not self._down_said and not died and not (self.supervisor and self.supervisor.restarting):

@@ -69,9 +69,13 @@ class LongRequest(threading.Thread):
                 for line in r.iter_lines():
                     if not line.startswith("data: ") or line == "data: [DONE]":
                         continue
+                    event = json.loads(line[6:])
+                    if "error" in event:  # how vLLM (and the door cutting a stream) ends one that fails
+                        self.error = event["error"]["message"]
+                        continue
                     self.chunks += 1
                     self.started.set()
-                    reason = json.loads(line[6:])["choices"][0].get("finish_reason")
+                    reason = event["choices"][0].get("finish_reason")
                     self.finish_reason = reason or self.finish_reason
         except httpx.HTTPError as exc:
             self.error = str(exc) or type(exc).__name__

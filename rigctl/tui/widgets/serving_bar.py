@@ -42,9 +42,10 @@ class ServingBar(TextLine):
     def _paint(self) -> None:
         status = self.status
         serving = status is not None and status.active_profile is not None
-        self.set_class(serving and not self.alerts, "-serving")
+        door_down = status is not None and status.door_down is not None  # the apps are refused: as loud as an alert
+        self.set_class(serving and not self.alerts and not door_down, "-serving")
         self.set_class(status is not None and status.active_profile is None and bool(status.record), "-warn")
-        self.set_class(bool(self.alerts), "-alert")
+        self.set_class(bool(self.alerts) or door_down, "-alert")
         text = status.summary if status is not None else "checking the server..."
         if self.bench:
             text = f"{self.bench} | {text}"
