@@ -15,6 +15,7 @@ request once any byte of it was written.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -344,6 +345,7 @@ class Gateway:
             "upstream": self.resolve(),
             "in_flight": len(self.in_flight),
             "in_flight_by_client": dict(Counter(e.client for e in self.in_flight)),
+            "in_flight_detail": [_flight(e, time.monotonic()) for e in list(self.in_flight)[:FLIGHT_DETAIL]],
             "holding": self.hold.active,
             "held": len(self.hold.line),
             "held_bytes": self.hold.kept_bytes,
@@ -386,6 +388,32 @@ class Gateway:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         return left
+
+
+FLIGHT_DETAIL = 64  # requests in flight told of one by one in a status (the longest a drain waits for is among them)
+
+
+def _flight(exchange: Exchange, now: float) -> dict[str, object]:
+    """One request in flight as a drain's estimate needs it: how far its answer is, at what pace,
+    and how long it may go (its max_tokens, read from the door's copy of its body, at the status
+    only: never a parse a request)."""
+    engine = exchange.engine
+    out: dict[str, object] = {"client": exchange.client, "age_s": round(now - exchange.arrived, 3)}
+    if engine is not None:
+        out["streamed"] = engine.streamed
+        out["events"] = engine.chunks
+        if engine.first_byte:
+            out["answering_s"] = round(now - engine.first_byte, 3)
+    kept = exchange.kept
+    if kept is not None and not kept.over and exchange.complete:
+        try:
+            body = loads_strict(bytes(kept.body))
+        except (ValueError, RecursionError):
+            body = None
+        limit = (body.get("max_completion_tokens") or body.get("max_tokens")) if isinstance(body, dict) else None
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            out["max_tokens"] = limit
+    return out
 
 
 async def _answers_health(key: tuple[str, int], host: bytes) -> bool:

@@ -13,10 +13,12 @@ from typing import Any
 
 from rigctl.errors import RigctlError
 from rigctl.fit.check import predicted_pool
+from rigctl.gateway.control import ControlError
 from rigctl.profiles.summary import Change, launch_diff
-from rigctl.serve import preflight
+from rigctl.serve import front_door, preflight
 from rigctl.serve.context import ServeContext
 from rigctl.serve.drain import in_flight
+from rigctl.serve.hold_estimate import HoldEstimate, flights_of
 from rigctl.serve.steps import Prepared, prepare
 from rigctl.serve.switch import SwitchOptions, refusal_before_stop
 from rigctl.serve.verify_spec import apps_lose
@@ -37,6 +39,7 @@ class SwitchCost:
     verification: tuple[str, ...]  # the checks the boot would be held to
     refusal: str | None  # why the switch would be refused before anything stops
     drain_s: float
+    apps_wait: HoldEstimate | None = None  # how long the apps will wait (None: not estimated)
 
     def pool_change(self) -> str:
         """'KV pool 399,584 -> ~42,900 tokens (-89%)': measured on the left, predicted on the right."""
@@ -50,7 +53,9 @@ class SwitchCost:
     def lines(self) -> list[str]:
         """The cost in words, as the dry run prints it and the TUI's confirm shows it."""
         out = [self.pool_change() + f"   ({self.active_profile or 'nothing'} measured; {self.target} {self.predicted_from})"]
-        if self.running_requests:
+        if self.apps_wait is not None:
+            out += self.apps_wait.lines()
+        elif self.running_requests:
             out.append(
                 f"{self.running_requests} request(s) running: the switch waits up to {self.drain_s:g} s for them"
                 if self.drain_s > 0
@@ -79,6 +84,7 @@ class SwitchCost:
             "verification": list(self.verification),
             "refused": self.refusal,
             "drain_s": self.drain_s,
+            "apps_wait": self.apps_wait.to_json() if self.apps_wait else None,
         }
 
 
@@ -118,6 +124,22 @@ def switch_cost(ctx: ServeContext, target: str, flags: SwitchOptions | None = No
         in_flight(record.base_url, running.view.api_key(record)) if record is not None and running.view is not None else None
     )
     drain_s = ctx.settings.drain_timeout if flags.drain is None else flags.drain
+    door = front_door.find()
+    try:
+        detail = door.status().get("in_flight_detail") if door is not None else None
+    except ControlError:
+        detail = None
+    finally:
+        if door is not None:
+            door.close()
+    apps_wait = HoldEstimate(
+        prepared.profile.name,
+        door is not None,
+        flights_of(detail),
+        running_now,
+        drain_s,
+        boots.expected_boot(boots.read_all(), prepared.profile.name),
+    )
     return SwitchCost(
         target=prepared.profile.name,
         predicted_pool_tokens=tokens,
@@ -130,4 +152,5 @@ def switch_cost(ctx: ServeContext, target: str, flags: SwitchOptions | None = No
         verification=tuple(prepared.verify.describe()) if flags.verify else ("nothing (--no-verify)",),
         refusal=reason,
         drain_s=drain_s,
+        apps_wait=apps_wait,
     )

@@ -230,3 +230,26 @@ def test_sigterm_ends_the_door_cleanly_while_a_stream_runs(rig: DoorRig) -> None
     assert code == 0 and "1 answer(s) still running were cut" in out, out
     assert long.finish_reason != "length"
     assert not (rig.state_dir / "gateway.sock").exists()
+
+
+def test_the_dry_run_says_how_long_the_apps_will_wait_from_the_streams_in_flight(rig: DoorRig) -> None:
+    """Two streams through the door, each at its own place in its max_tokens: the dry run says the
+    drain from their pace, the boot from the target's last boot, and what cutting now saves."""
+    slow(rig).open_door()
+    assert rig.rigctl("switch", "alt").returncode == 0  # a boot of alt on record: its estimate
+    assert rig.rigctl("switch", "good").returncode == 0
+    longs = [LongRequest(rig.port, 400), LongRequest(rig.port, 2000)]
+    for request in longs:
+        request.start()
+    assert all(request.started.wait(60) for request in longs)
+    time.sleep(1.0)  # a pace to go by
+    dry = rig.rigctl("switch", "alt", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    wait = json.loads(dry.stdout)["apps_wait"]
+    assert wait["front_door"] is True and sorted(s["max_tokens"] for s in wait["streams"]) == [400, 2000], wait
+    longest = max(s["remaining_s"] for s in wait["streams"])
+    assert 0 < wait["drain_estimate_s"] == min(longest, 120.0), wait
+    assert wait["apps_wait_s"] == wait["drain_estimate_s"] + wait["boot_estimate_s"], wait
+    said = rig.rigctl("switch", "alt", "--dry-run").stdout
+    assert "the apps will wait ~" in said and "2 stream(s) through the front door end in ~" in said, said
+    assert "cutting them now instead (--drain 0; Cut in the TUI): the apps wait the boot (~" in said, said

@@ -162,12 +162,15 @@ def test_the_confirm_shows_the_running_requests_and_the_pool_change(
             assert isinstance(app.screen, ConfirmScreen) and app.screen.cut
             detail = str(app.screen.query_one("#confirm-detail", Static).content)
             assert "KV pool 623,320 -> ~" in detail and "(good measured; alt predicted from" in detail
-            assert "1 request(s) running: the switch waits up to 120 s for them" in detail
+            assert "1 request(s) running (vLLM's gauges): the switch waits up to 120 s for them" in detail
+            assert "without the front door their ends cannot be estimated" in detail
             assert "--quantization: awq_marlin -> fp8" in detail
             await pilot.press("c")  # cut it now
             await wait_switch(pilot, seen)
             outcome = str(app.screen.query_one("#boot-outcome", Static).content)
             assert "switched to alt" in outcome
+            title = str(app.screen.query_one("#boot-title", Static).content)
+            assert title.startswith("Switch to alt: done, booting "), title  # the boot's own clock, the drain apart
 
     asyncio.run(scenario())
     request.join(60)

@@ -26,6 +26,7 @@ class BootScreen(Screen[None]):
         self.target = target
         self.estimate = estimate
         self.began = time.monotonic()
+        self.boot_began: float | None = None  # the boot's own clock starts at its first "starting": the drain is apart
         self.steps: list[tuple[str, str, str]] = []  # (kind, text, style)
         self.done = False
 
@@ -40,11 +41,22 @@ class BootScreen(Screen[None]):
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
 
+    def _clock(self) -> str:
+        """The drain and the boot, each on its own clock: a boot estimate never counts the drain."""
+        now = time.monotonic()
+        if self.boot_began is None:
+            return f"{now - self.began:.0f} s letting the running requests finish (the apps' new requests wait)"
+        drained = self.boot_began - self.began
+        elapsed = now - self.boot_began
+        boot = (
+            f"booting {self.estimate.describe(elapsed)}"
+            if self.estimate is not None
+            else f"booting {elapsed:.0f} s (no boot of it recorded yet: no estimate)"
+        )
+        return boot + (f", after {drained:.0f} s of drain" if drained >= 1 else "")
+
     def _title(self) -> str:
-        elapsed = time.monotonic() - self.began
-        if self.estimate is None:
-            return f"Switching to {self.target}... {elapsed:.0f} s (no boot of it recorded yet: no estimate)"
-        return f"Switching to {self.target}... {self.estimate.describe(elapsed)}"
+        return f"Switching to {self.target}... {self._clock()}"
 
     def _tick(self) -> None:
         if not self.done:
@@ -54,6 +66,8 @@ class BootScreen(Screen[None]):
         if kind in ("line", "command"):
             self.query_one(ServerLog).write_line(f"$ {text}" if kind == "command" else text)
             return
+        if kind == "step" and text.startswith("starting ") and self.boot_began is None:
+            self.boot_began = time.monotonic()
         style = {"warning": "yellow", "failure": "bold red", "step": "bold"}.get(kind, "")
         at = f"{seconds:6.1f}s  " if seconds is not None else "         "
         self.steps.append((kind, f"{at}{text}", style))
@@ -81,6 +95,4 @@ class BootScreen(Screen[None]):
         self.done = True
         outcome = self.query_one("#boot-outcome", Static)
         outcome.update(Text(message + "   (enter to close)", style="bold green" if ok else "bold red"))
-        elapsed = time.monotonic() - self.began
-        took = self.estimate.describe(elapsed) if self.estimate is not None else f"{elapsed:.0f} s"
-        self.query_one("#boot-title", Static).update(f"Switch to {self.target}: {'done' if ok else 'failed'}, {took}")
+        self.query_one("#boot-title", Static).update(f"Switch to {self.target}: {'done' if ok else 'failed'}, {self._clock()}")
