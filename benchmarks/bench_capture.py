@@ -1,5 +1,6 @@
-"""What `rigctl capture` costs the apps behind it: the same requests sent directly to a streaming
-server and through the capture proxy, interleaved round by round, in the same run.
+"""What `rigctl capture` costs the apps behind it (the front door in front of one server, recording
+every generation request into one file: `rigctl gateway --to URL --out FILE`): the same requests
+sent directly to a streaming server and through it, interleaved round by round, in the same run.
 
 The server (bench_loadgen's: vLLM's wire format, HTTP/1.1 chunked, an event per token, usage,
 [DONE]) runs in its own process, as fast as it can write or paced like an engine (--pace-ms per

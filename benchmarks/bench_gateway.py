@@ -1,8 +1,9 @@
 """What the front door costs the apps behind it, beside its peer: the same requests sent directly
 to a streaming server, through `rigctl gateway`, and through nginx (proxy_buffering off, HTTP/1.1
 keep-alive to the upstream, one worker: the gateway is one thread), interleaved round by round in
-the same run. `--with-capture` adds `rigctl capture` (the h11/httpcore proxy the gateway replaced),
-`--with-record` the gateway with its recording on.
+the same run. `--with-capture` adds `rigctl capture` (the door recording into one file),
+`--with-record` the gateway with its recording on, `--baseline TREE` the gateway of another
+source tree (a commit checked out with `git worktree add`: a change's cost in the same run).
 
 The server (bench_loadgen's: vLLM's wire format, HTTP/1.1 chunked, an event per token) runs in its
 own process, as fast as it can write or paced like an engine (--pace-ms per token). The client is
@@ -39,15 +40,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_capture import cpu, paced, pct, send
 from figures import figure
 
-NGINX_CONF = """daemon off; worker_processes 1; user root; pid {tmp}/nginx.pid; error_log {tmp}/error.log;
-events {{ worker_connections 4096; }}
+NGINX_CONF = """daemon off; worker_processes 1; user root; pid {tmp}/nginx.pid; error_log {tmp}/error.log crit;
+worker_rlimit_nofile {nofile};
+events {{ worker_connections {connections}; }}
 http {{
   access_log off;
   client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fcgi;
   uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
   upstream engine {{ server 127.0.0.1:{upstream}; keepalive 64; }}
   server {{
-    listen 127.0.0.1:{port};
+    listen 127.0.0.1:{port} backlog=4096;
     location / {{
       proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection "";
       proxy_buffering off; proxy_request_buffering off; proxy_read_timeout 600s;
@@ -71,7 +73,7 @@ def start_nginx(tmp: Path, upstream: int) -> tuple[subprocess.Popen[bytes], int]
         return None
     port = free_port()
     conf = tmp / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=tmp, upstream=upstream, port=port))
+    conf.write_text(NGINX_CONF.format(tmp=tmp, upstream=upstream, port=port, nofile=16384, connections=4096))
     proc = subprocess.Popen([binary, "-c", str(conf), "-p", str(tmp)])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -89,13 +91,22 @@ def nginx_cpu(master: psutil.Process) -> float:
 
 
 def start_rigctl(
-    command: list[str], tmp: Path, upstream: int, env: dict[str, str] | None = None
+    command: list[str], tmp: Path, upstream: int, env: dict[str, str] | None = None, tree: Path | None = None
 ) -> tuple[subprocess.Popen[str], int]:
+    """`rigctl COMMAND --to` the server; `tree`: rigctl from that source tree instead (a baseline
+    commit's, checked out with `git worktree add`), measured in the same run."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "rigctl", *command, "--to", f"http://127.0.0.1:{upstream}"],
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "RIGCTL_STATE_DIR": str(tmp), "RIGCTL_CONFIG_DIR": str(tmp), **(env or {})},
+        cwd=tree,
+        env={
+            **os.environ,
+            "RIGCTL_STATE_DIR": str(tmp),
+            "RIGCTL_CONFIG_DIR": str(tmp),
+            **({"PYTHONPATH": str(tree)} if tree else {}),
+            **(env or {}),
+        },
     )
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -116,6 +127,12 @@ def main() -> None:
     parser.add_argument("--with-asyncio", action="store_true", help="also measure the gateway on asyncio's own loop")
     parser.add_argument("--with-record", action="store_true", help="also measure the gateway recording ([gateway] record)")
     parser.add_argument("--figures", metavar="NAME", help="also print FIGURE lines as gateway.NAME.* (readme_figures.py)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="TREE",
+        help="also measure the gateway of another source tree (git worktree add TREE COMMIT)",
+    )
     args = parser.parse_args()
 
     server = subprocess.Popen([sys.executable, "-c", paced(args.pace_ms)], stdout=subprocess.PIPE, text=True)
@@ -135,6 +152,10 @@ def main() -> None:
         if args.with_record:
             recording, record_port = start_rigctl(["gateway", "--listen", "127.0.0.1:0", "--record"], tmp / "rec", upstream)
             peers["gw-record"] = (f"http://127.0.0.1:{record_port}", psutil.Process(recording.pid), False)
+        base = None
+        if args.baseline:
+            base, base_port = start_rigctl(["gateway", "--listen", "127.0.0.1:0"], tmp / "base", upstream, tree=args.baseline)
+            peers["baseline"] = (f"http://127.0.0.1:{base_port}", psutil.Process(base.pid), False)
         nginx = start_nginx(tmp, upstream)
         if nginx is not None:
             peers["nginx"] = (f"http://127.0.0.1:{nginx[1]}", psutil.Process(nginx[0].pid), True)
@@ -170,6 +191,9 @@ def main() -> None:
         if capture is not None:
             capture.send_signal(signal.SIGINT)
             capture.wait(30)
+        if base is not None:
+            base.send_signal(signal.SIGTERM)
+            base.wait(30)
         if nginx is not None:
             nginx[0].terminate()
             nginx[0].wait(30)

@@ -49,7 +49,7 @@ HEADLESS: list[tuple[list[str], int]] = [
     (["exporter", "--once"], 0),  # one scrape: prometheus_client loaded, no UI
     (["rigs"], 2),  # no Prometheus configured: refused in one line
     (["gateway", "--status"], 1),  # no front door runs: said in one line
-    # listens, forwards nothing, ends at its duration: httpx and h11 loaded, no UI
+    # the door in front of one server: listens, forwards nothing, ends at its duration; no UI
     (
         [
             "capture",

@@ -34,6 +34,8 @@ PLACEHOLDERS = {
     "{key}": ("gpu", "engine", "nvitop", "floor", "trends", "small", "vllm033", "big", "rigctl", "httpx", "stdlib"),
     "{name}": ("rigctl", "aiohttp", "floor"),
     "{prefix}": ("capture.unpaced", "capture.paced"),
+    "{args.figures}": ("paced",),
+    "{who}": ("door", "nginx"),
 }
 
 

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "gateway",
         "the front door: the apps' one address; holds requests through a switch, counts them exactly",
     ),
-    "capture": ("capture", "a pass-through proxy before vLLM that keeps the apps' requests as a trace the bench replays"),
+    "capture": ("capture", "the front door in front of one server, keeping the apps' requests as a trace a bench replays"),
     "fit": ("fit", "will a profile fit, its KV pool, and TP or DP for this rig (predicted, vLLM's arithmetic)"),
     "watch": ("watch", "the rig's service: keeps the record, judges the alerts, restarts a dead engine ([supervise])"),
     "record": ("watch", "the same as `rigctl watch` (its name before it judged alerts; kept for existing units)"),

@@ -42,16 +42,28 @@ def register(sub: common.Subparsers) -> None:
         action="store_true",
         help="keep every forwarded request in trace files for a bench to replay (also [gateway] record = true)",
     )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="TRACE.jsonl",
+        help="record into this one file instead (0600; never over an existing file): what `rigctl capture` does",
+    )
+    p.add_argument("--duration", type=float, metavar="S", help="stop by itself after this many seconds")
+    p.add_argument("--max-requests", type=int, metavar="N", help="stop by itself once N requests are recorded")
     p.add_argument("--status", action="store_true", help="what the rig's front door sees now: in flight, held, by client")
     common.add_json_flag(p)
     p.set_defaults(handler=run)
 
 
 def say(text: str) -> None:
-    print(f"rigctl gateway: {text}", file=sys.stderr, flush=True)
+    print(f"rigctl {_who[0]}: {text}", file=sys.stderr, flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+_who = ["gateway"]  # the command the owner typed: `rigctl capture` is this door, and says so as itself
+
+
+def run(args: argparse.Namespace, who: str = "gateway") -> int:
+    _who[0] = who
     from rigctl.config import load_settings
     from rigctl.gateway.bounds import ConnectionBounds
     from rigctl.gateway.control import ControlError, socket_path
@@ -68,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings()
     if args.grace < 0:
         raise BadInputError("--grace must be a number of seconds, 0 or more")
+    if args.duration is not None and not args.duration > 0:
+        raise BadInputError("--duration must be a number of seconds above 0")
+    if args.max_requests is not None and args.max_requests < 1:
+        raise BadInputError("--max-requests must be at least 1")
+    if args.max_requests is not None and not (args.record or args.out or settings.gateway_record):
+        raise BadInputError("--max-requests counts recorded requests: give --record or --out too")
     if os.environ.get("LISTEN_PID") == str(os.getpid()) and not args.listen:
         host, port = "127.0.0.1", 0  # systemd passes the listening socket (rigctl-gateway.socket): its address rules
     elif args.listen:
@@ -123,17 +141,20 @@ def run(args: argparse.Namespace) -> int:
             max_connections=settings.gateway_max_connections,
         ),
         allow_remote=bool(args.allow_remote),
-        recording=_recording(settings, without_userinfo(resolve() or "") or "the rig's vLLM")
-        if (args.record or settings.gateway_record)
+        recording=_recording(settings, without_userinfo(resolve() or "") or "the rig's vLLM", args.out)
+        if (args.record or args.out or settings.gateway_record)
         else None,
+        stop_after_s=args.duration,
+        stop_after_kept=args.max_requests,
     )
 
     def ready(bound_host: str, bound: int, activated: bool) -> None:
-        if plan.recording is not None:
-            say(f"recording every forwarded request into {plan.recording.folder} (rigctl gateway --status says how many)")
+        say(f"the apps' address: http://{shown(bound_host, bound)} -> {behind}")
         if activated and port and (bound_host, bound) != (host, port):
             say(f"listening on the socket systemd passed ({shown(bound_host, bound)}), not {shown(host, port)}")
-        say(f"the apps' address: http://{shown(bound_host, bound)} -> {behind}")
+        if plan.recording is not None:
+            where = plan.recording.path if args.out else plan.recording.folder
+            say(f"recording every forwarded generation request into {where} (0600: it holds the apps' prompts)")
         if control is not None:  # the rig's door: its record, for status and for `rigctl watch` to restart it
             try:
                 write_door_file(
@@ -153,7 +174,12 @@ def run(args: argparse.Namespace) -> int:
         raise RigctlError(str(exc)) from None
     except OSError as exc:
         raise RigctlError(f"cannot listen on {shown(host, port)}: {exc.strerror or exc}") from None
-    say("stopped" + (f": {cut} answer(s) still running were cut" if cut else ""))
+    recording = plan.recording
+    kept = f"; {recording.kept} request(s) recorded into {recording.path or recording.folder}" if recording is not None else ""
+    say("stopped" + (f": {cut} answer(s) still running were cut" if cut else "") + kept)
+    if recording is not None and recording.stopped:
+        say(f"the recording stopped early: {recording.stopped}")
+        return 1 if args.out else 0  # a trace asked for by name is incomplete: a script must know
     return 0
 
 
@@ -212,7 +238,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _recording(settings: Settings, upstream: str) -> Recording:
+def _recording(settings: Settings, upstream: str, only: Path | None) -> Recording:
     from rigctl.gateway.recording import RecordBounds, Recording, recordings_dir
 
     folder = recordings_dir()
@@ -222,7 +248,7 @@ def _recording(settings: Settings, upstream: str) -> Recording:
         keep_bytes=max(1, settings.gateway_keep_mb) * 1024 * 1024,
     )
     try:
-        return Recording(folder, upstream, bounds, say)
+        return Recording(folder, upstream, bounds, say, only=only)
     except OSError as exc:
         raise RigctlError(f"{folder}: cannot record there ({exc.strerror or exc})") from None
 

@@ -1,7 +1,7 @@
 """HTTP/1.1 GET over one kept-alive socket (TLS for https): what rigctl needs to ask a vLLM or
 a Prometheus, and nothing else. The one GET of rigctl's core: engine/client.py and the record's
 Prometheus reader (record/prometheus.py) use it; the bench's streaming load is httpx's (async,
-the client the apps use), the capture proxy httpcore's.
+the client the apps use), the front door's its own (httptools).
 
 Against the standard library's kept-alive http.client (benchmarks/bench_http.py, same run): it
 costs a little less CPU a scrape (0.7x and 0.9x in two runs), and it gives what http.client does not: one deadline for the whole

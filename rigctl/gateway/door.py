@@ -5,7 +5,7 @@ one run): asyncio Protocols with httptools (llhttp, uvicorn's parser) for the fr
 bytes are written to the app as they arrive, unchanged, from the upstream protocol's
 data_received; the parser only reads a copy to know where the answer ends. No await per chunk and
 no re-framing is what brought the CPU per streamed token near nginx's: the h11/httpcore streams of
-`rigctl capture` cost 10.8x nginx's there.
+the old capture proxy (folded into this door) cost 10.8x nginx's there.
 
 Here: admission, the hold, forwarding and the exact count of requests in flight. The apps' side is
 exchange.py, vLLM's side upstream.py. A request is never sent twice: nothing here retries a
@@ -29,7 +29,7 @@ from rigctl.gateway.exchange import AppConnection, Exchange
 from rigctl.gateway.hold import Hold, HoldBounds
 from rigctl.gateway.recording import Recording
 from rigctl.gateway.reuse import PrefixReuse, prompt_text
-from rigctl.gateway.upstream import CONNECT_S, EnginePool, split_upstream
+from rigctl.gateway.upstream import CONNECT_S, CUT_WAIT_S, EnginePool, split_upstream
 from rigctl.jsonio import loads_strict
 
 HEALTH_S = 5.0  # for vLLM's /health to answer when a forwarded request has waited silent_s for its first byte
@@ -80,6 +80,7 @@ class Gateway:
         self.pool = EnginePool(recording=recording is not None)
         self.connections = Connections(connection_bounds or ConnectionBounds(), cap)
         self.stopping = False  # SIGTERM: nothing new is admitted; the answers in flight get the grace
+        self.body_bytes = 0  # of requests' bodies read since it opened (when to give memory back: gateway/memory.py)
         self.in_flight: set[Exchange] = set()  # forwarded to vLLM, answer not ended
         self.counts = Counts()
         self.window: HoldWindow | None = None
@@ -219,7 +220,7 @@ class Gateway:
         unkept = "its body was over 16 MiB" if kept.over else ""
         if not kept.over:
             try:
-                parsed = loads_strict(bytes(kept.body))
+                parsed = loads_strict(kept.body())
                 body = parsed if isinstance(parsed, dict) else None
             except (ValueError, RecursionError):
                 unkept = "its body is not strict JSON (NaN, Infinity or not JSON): vLLM got it as sent"
@@ -234,7 +235,11 @@ class Gateway:
         if answer is not None:
             answer.finish()
             entry.update(answer.usage())
-        error = {"cut": "cut (the drain's deadline or vLLM closed it)", "gone": "the app hung up", "failed": "vLLM did not answer"}
+        error = {
+            "cut": "cut before its answer ended (a drain's deadline, the door's stop, or vLLM closed it)",
+            "gone": "the app hung up",
+            "failed": "vLLM did not answer",
+        }
         if outcome in error or (answer is not None and answer.error):
             entry["error"] = error.get(outcome) or (answer.error if answer else "")
         entry["client"] = exchange.client
@@ -373,12 +378,25 @@ class Gateway:
             self.connections.forget(app)
             app.close()
 
-    async def close(self, grace_s: float) -> int:
-        """Stop: the answers in flight get up to grace_s to end; what is left is cut (its count)."""
+    async def close(self, grace_s: float, cut_now: asyncio.Event | None = None) -> int:
+        """Stop: the answers in flight get up to grace_s to end (less once `cut_now` is set); what
+        is left is cut, each app told why (its count)."""
         if self.window is not None:
             self.end_hold()
-        await self.wait_idle(grace_s)
-        left = self.cut(f"the front door stopped, and this answer ran past its {grace_s:g} s grace")
+        if cut_now is None:
+            await self.wait_idle(grace_s)
+        elif self.in_flight:
+            idle = asyncio.ensure_future(self.wait_idle(grace_s))
+            told = asyncio.ensure_future(cut_now.wait())
+            await asyncio.wait((idle, told), return_when=asyncio.FIRST_COMPLETED)
+            idle.cancel()
+            told.cancel()
+        why = "the front door was stopped" + (
+            "" if cut_now is not None and cut_now.is_set() else f" and its {grace_s:g} s grace ran out"
+        )
+        left = self.cut(why)
+        if left:
+            await self.wait_idle(CUT_WAIT_S + 0.1)  # a stream cut mid-event ends it first, then its reason goes out
         for app in list(self.connections.open):
             app.close()
         self.pool.close()
@@ -401,13 +419,13 @@ def _flight(exchange: Exchange, now: float) -> dict[str, object]:
     out: dict[str, object] = {"client": exchange.client, "age_s": round(now - exchange.arrived, 3)}
     if engine is not None:
         out["streamed"] = engine.streamed
-        out["events"] = engine.chunks
+        out["events"] = engine.events
         if engine.first_byte:
             out["answering_s"] = round(now - engine.first_byte, 3)
     kept = exchange.kept
     if kept is not None and not kept.over and exchange.complete:
         try:
-            body = loads_strict(bytes(kept.body))
+            body = loads_strict(kept.body())
         except (ValueError, RecursionError):
             body = None
         limit = (body.get("max_completion_tokens") or body.get("max_tokens")) if isinstance(body, dict) else None

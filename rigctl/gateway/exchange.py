@@ -33,6 +33,7 @@ class Door(Protocol):
     hold: Hold
     connections: Connections
     stopping: bool
+    body_bytes: int
 
     def key_refused(self, headers: list[tuple[bytes, bytes]]) -> bool: ...
 
@@ -98,6 +99,7 @@ class Exchange:
         """Body bytes from the app: on to vLLM once forwarded, kept until then."""
         if self.outcome is not None:
             return  # answered already (refused, or vLLM answered before the body ended): dropped
+        self.app.door.body_bytes += len(data)
         if self.kept is not None:
             self.kept.add(data)
         engine = self.engine
@@ -133,14 +135,16 @@ class Exchange:
 
 
 class Kept:
-    """What the door keeps of a generation request to say more than its outcome: a copy of its
-    body (for the prefix-reuse count and the recording; dropped past BODY_KEPT) and, while
-    recording, what its answer said."""
+    """What the door keeps of a generation request to say more than its outcome: its body (for the
+    prefix-reuse count and the recording; dropped past BODY_KEPT) and, while recording, what its
+    answer said. The body's pieces are the very bytes objects the door reads and forwards, never a
+    copy: a held body is kept once, as [gateway] hold_mb counts it."""
 
-    __slots__ = ("answer", "body", "over", "status", "wall")
+    __slots__ = ("answer", "over", "parts", "size", "status", "wall")
 
     def __init__(self) -> None:
-        self.body = bytearray()
+        self.parts: list[bytes] = []
+        self.size = 0
         self.over = False  # the body passed BODY_KEPT: not kept
         self.wall = time.time()
         self.status: int | None = None
@@ -149,9 +153,13 @@ class Kept:
     def add(self, data: bytes) -> None:
         if self.over:
             return
-        self.body += data
-        if len(self.body) > BODY_KEPT:
-            self.over, self.body = True, bytearray()
+        self.parts.append(data)
+        self.size += len(data)
+        if self.size > BODY_KEPT:
+            self.over, self.parts, self.size = True, [], 0
+
+    def body(self) -> bytes:
+        return b"".join(self.parts)
 
 
 class AppConnection(asyncio.Protocol):

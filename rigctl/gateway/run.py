@@ -19,6 +19,7 @@ from rigctl.gateway.bounds import ConnectionBounds, connection_cap, raise_descri
 from rigctl.gateway.control_server import ControlServer
 from rigctl.gateway.door import Gateway, Resolver
 from rigctl.gateway.hold import HoldBounds
+from rigctl.gateway.memory import MemoryReturn
 from rigctl.gateway.recording import Recording
 from rigctl.listen import is_loopback, shown
 
@@ -39,6 +40,8 @@ class DoorPlan:
     silent_s: float = 30.0  # an answer's first byte awaited this long before vLLM's /health is asked
     recording: Recording | None = None  # [gateway] record: every forwarded request in trace files
     allow_remote: bool = False  # a socket systemd passes may listen beyond loopback (then api_key is set)
+    stop_after_s: float | None = None  # rigctl capture --duration: the door stops by itself after this long
+    stop_after_kept: int | None = None  # rigctl capture --max-requests: ... once the recording kept this many
     connections: ConnectionBounds = field(default_factory=ConnectionBounds)
 
 
@@ -69,7 +72,7 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Ready | None
     cap = connection_cap(descriptors, plan.connections.max_connections)
     if plan.connections.max_connections > cap:
         say(f"[gateway] max_connections {plan.connections.max_connections} is more than {descriptors} descriptors allow: {cap}")
-    fixed_malloc_threshold()
+    memory = MemoryReturn()
     door = Gateway(
         plan.resolve, plan.bounds, plan.api_key, plan.silent_s, plan.recording, connection_bounds=plan.connections, cap=cap
     )
@@ -85,14 +88,26 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Ready | None
         host, port = sock.getsockname()[:2]
         if ready:
             ready(host, port, activated)
-        chores = [loop.create_task(door.watch_silence()), loop.create_task(_sweep(door))]
+        chores = [loop.create_task(door.watch_silence()), loop.create_task(_sweep(door, memory))]
+        if plan.stop_after_s is not None:
+            loop.call_later(plan.stop_after_s, stop.set)
+        if plan.recording is not None and plan.stop_after_kept is not None:
+            limit = plan.stop_after_kept
+            plan.recording.on_kept = lambda kept: stop.set() if kept >= limit else None
         await stop.wait()
         for chore in chores:
             chore.cancel()
         server.close()
         door.begin_stop()
-        say(f"stopping: {len(door.in_flight)} answer(s) in flight get up to {plan.grace_s:g} s")
-        cut = await door.close(plan.grace_s)
+        cut_now = asyncio.Event()  # a second Ctrl-C or SIGTERM: the grace ends at once
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, cut_now.set)
+        if door.in_flight:
+            say(
+                f"stopping: {len(door.in_flight)} answer(s) in flight get up to {plan.grace_s:g} s "
+                "(Ctrl-C again cuts them now, each app told why)"
+            )
+        cut = await door.close(plan.grace_s, cut_now)
         return cut
     finally:
         await control.close()
@@ -102,26 +117,13 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Ready | None
         _ignore_signals_from_here(loop)
 
 
-async def _sweep(door: Gateway) -> None:
-    """Once a second, the apps' connections past their timeouts closed (gateway/connections.py)."""
+async def _sweep(door: Gateway, memory: MemoryReturn) -> None:
+    """Once a second, the apps' connections past their timeouts closed (gateway/connections.py), and
+    once idle after many bodies, their memory given back (gateway/memory.py)."""
     while True:
         await asyncio.sleep(1.0)
         door.connections.sweep()
-
-
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-
-
-def fixed_malloc_threshold() -> None:
-    """Bodies of megabytes (a held request, a long prompt) are given back to the system once freed.
-    glibc raises its mmap threshold after each large block it frees, up to 32 MiB, so the next
-    bodies come from the heap, which it seldom returns: a door that held 300 bodies of 2 MiB kept
-    a gigabyte after their release. A fixed threshold (setting it stops the raising) keeps each
-    large body in its own mapping, unmapped when freed. Not glibc (musl, macOS): nothing to do."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError, TypeError):
-        ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, 256 * 1024)  # the process's own symbols: its libc
+        memory.after(door.body_bytes, idle=not door.in_flight and not door.hold.line)
 
 
 def _ignore_signals_from_here(loop: asyncio.AbstractEventLoop) -> None:

@@ -84,13 +84,10 @@ class EngineConnection(asyncio.Protocol):
         self.reading = False  # the answer's body is read for the recording (its usage, its error)
         self.streamed = False
         self.chunked = False
-        # the bytes the app has are a whole number of chunks: the last callback ended a chunk and
-        # the bytes so far end with its CRLF (a chunk-size line arriving split has no callback)
-        self.at_chunk_end = False
-        self._last_chunk_event = ""
-        self._tail = b""  # the last two bytes passed to the app
-        self._event_tail = b""  # the last two bytes of the answer's body: an SSE event ends with a blank line
-        self.chunks = 0  # of a chunked answer: a streamed answer's events, about one a token
+        # the last two reads passed to the app, kept by reference (never copied: a token costs the
+        # door one assignment here): where the answer stands is looked at only when it is cut
+        self._last = self._before = b""
+        self.events = 0  # of a streamed answer: its SSE events so far (`data:` lines), about one a token
         self.first_byte = 0.0  # monotonic
         self.pending_cut: str | None = None  # cut at the end of the chunk under way
 
@@ -101,9 +98,9 @@ class EngineConnection(asyncio.Protocol):
         self.exchange = exchange
         self.parser = httptools.HttpResponseParser(self)
         self.reusable = False
-        self.framed = self.head_done = self.streamed = self.chunked = self.at_chunk_end = False
-        self._last_chunk_event, self._tail, self._event_tail = "", b"", b""
-        self.chunks, self.first_byte, self.pending_cut = 0, 0.0, None
+        self.framed = self.head_done = self.streamed = self.chunked = False
+        self._last = self._before = b""
+        self.events, self.first_byte, self.pending_cut = 0, 0.0, None
         self.reading = self.pool.recording and exchange.kept is not None
         self.send(head)
 
@@ -126,8 +123,8 @@ class EngineConnection(asyncio.Protocol):
             exchange.app.abort()  # the app sees the answer cut, as it was
             exchange.end("cut")
             return
-        self._tail = (self._tail + data)[-2:]
-        self.at_chunk_end = self._last_chunk_event == "complete" and self._tail == b"\r\n"
+        self._before, self._last = self._last, data
+        self.events += data.count(b"data:")  # a C scan of the read: no Python call a token
         if self.pending_cut is not None and self.exchange is exchange and self._ends_cleanly():
             self._end_with_error(self.pending_cut)
 
@@ -138,13 +135,6 @@ class EngineConnection(asyncio.Protocol):
             self.chunked = self.chunked or (lower == b"transfer-encoding" and b"chunked" in value.lower())
         elif lower == b"content-type" and b"event-stream" in value:
             self.streamed = True
-
-    def on_chunk_header(self) -> None:
-        self._last_chunk_event = "header"
-
-    def on_chunk_complete(self) -> None:
-        self._last_chunk_event = "complete"
-        self.chunks += 1
 
     def on_headers_complete(self) -> None:
         assert self.parser is not None and self.exchange is not None
@@ -159,8 +149,6 @@ class EngineConnection(asyncio.Protocol):
             self.on_message_complete()
 
     def on_body(self, body: bytes) -> None:
-        self._last_chunk_event = "body"
-        self._event_tail = (self._event_tail + body)[-2:]
         if self.reading and self.exchange is not None and self.exchange.kept is not None and self.exchange.kept.answer:
             self.exchange.kept.answer.feed(body)  # a copy read for the recording; the app got the bytes already
 
@@ -229,21 +217,23 @@ class EngineConnection(asyncio.Protocol):
             self._cut_short(exchange)
 
     def _ends_cleanly(self) -> bool:
-        """An SSE event can be added to what the app has: a chunked stream between two chunks, or a
-        stream that ends with its connection (HTTP/1.0's way) between two events."""
-        if not self.streamed:
+        """An SSE event can be added to what the app has: the bytes passed so far end with an
+        event's blank line (vLLM writes an event in one chunk, one write), and, chunked, with that
+        chunk's CRLF. A chunk-size line ends with CRLF after a hex digit, never after a newline, so
+        the last bytes alone say where the answer stands."""
+        if not self.streamed or not self.head_done:
             return False
+        tail = (self._before[-4:] + self._last)[-4:]
         if self.chunked:
-            return self.at_chunk_end
-        return self.head_done and not self.framed and self._event_tail == b"\n\n"
+            return tail == b"\n\n\r\n"
+        return not self.framed and tail.endswith(b"\n\n")
 
     def _end_with_error(self, why: str) -> None:
         exchange = self.exchange
         assert exchange is not None
         self.exchange = None
         if self.chunked:
-            separator = b"" if self._event_tail == b"\n\n" else b"\n\n"
-            exchange.app.write(wire.chunk(separator + wire.sse_error(503, why)) + wire.LAST_CHUNK)
+            exchange.app.write(wire.chunk(wire.sse_error(503, why)) + wire.LAST_CHUNK)
         else:
             exchange.keep_alive = False  # its end is its connection's close
             exchange.app.write(wire.sse_error(503, why))

@@ -20,9 +20,8 @@ import httpx
 import pytest
 
 from tests.faults.rig import MountNamespace, crashed
-from tests.faults.test_capture_faults import Answers
+from tests.faults.test_recording_faults import Answers
 from tests.support.door_rig import DoorRig
-from tests.support.serving import LongRequest
 
 
 @pytest.fixture
@@ -67,12 +66,7 @@ def test_hostile_bytes_are_answered_and_the_door_keeps_serving(rig: DoorRig) -> 
 
 
 def test_a_door_killed_mid_switch_leaves_an_honest_switch_and_a_rig_that_heals(rig: DoorRig) -> None:
-    rig.env["RIGCTL_SIM_SPEED"] = "0.05"
-    rig.open_door()
-    assert rig.rigctl("switch", "good").returncode == 0
-    long = LongRequest(rig.port, 2000)
-    long.start()
-    assert long.started.wait(60)
+    rig.streaming(1)
     switch = rig.popen("switch", "alt", "--drain", "30")
     rig.wait_for(switch, "front door holds new requests")
     assert rig.door is not None
@@ -176,7 +170,7 @@ def test_an_engine_that_takes_a_request_and_never_answers_gets_the_app_a_502_a_s
     mute = Mute(health=health, answer_after_s=None if not health else 4.0)
     try:
         said = rig.open_door("--to", f"http://127.0.0.1:{mute.port}", "--listen", "127.0.0.1:0")
-        bound = re.search(r"the apps' address: http://127\.0\.0\.1:(\d+)", said[-1])
+        bound = re.search(r"the apps' address: http://127\.0\.0\.1:(\d+)", said[0])
         assert bound, said
         port = int(bound.group(1))
         answer = post(port, b'{"model": "m", "prompt": "x", "max_tokens": 4000}')
@@ -211,7 +205,7 @@ def test_a_full_disk_stops_the_recording_said_once_and_the_door_keeps_forwarding
         proc = subprocess.Popen([*ns.prefix, *argv], env=env, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
         said = [proc.stderr.readline(), proc.stderr.readline()]
-        bound = re.search(r"the apps' address: http://127\.0\.0\.1:(\d+)", said[-1])
+        bound = re.search(r"the apps' address: http://127\.0\.0\.1:(\d+)", said[0])
         assert bound, said
         prompt = "many words " * 10_000
         with httpx.Client(timeout=30, trust_env=False) as client:

@@ -18,7 +18,7 @@ import pytest
 
 from rigctl.gateway.control import ControlError, DoorClient
 from tests.support.door_rig import DoorRig
-from tests.support.serving import LongRequest, ShortRequests
+from tests.support.serving import ShortRequests
 
 
 def door_client(rig: DoorRig) -> DoorClient:
@@ -46,12 +46,7 @@ def wait_held(client: DoorClient, count: int) -> None:
 
 
 def test_a_late_answer_is_never_read_as_the_next_questions(rig: DoorRig) -> None:
-    rig.env["RIGCTL_SIM_SPEED"] = "0.05"
-    rig.open_door()
-    assert rig.rigctl("switch", "good").returncode == 0
-    long = LongRequest(rig.port, 2000)
-    long.start()
-    assert long.started.wait(60)
+    rig.streaming(1)
     with door_client(rig) as client:
         with pytest.raises(ControlError):
             client.ask({"op": "wait", "seconds": 3}, timeout=0.3)  # given up on: its answer comes later
@@ -64,13 +59,7 @@ def test_a_late_answer_is_never_read_as_the_next_questions(rig: DoorRig) -> None
 def test_a_door_slow_to_answer_still_cuts_the_streams_before_the_stop_and_says_why(rig: DoorRig) -> None:
     """The door stops answering for longer than a wait's timeout (SIGSTOP): the switch says it was
     slow, not gone, cuts its streams once it answers, and the apps' streams end with the reason."""
-    rig.env["RIGCTL_SIM_SPEED"] = "0.05"
-    rig.open_door()
-    assert rig.rigctl("switch", "good").returncode == 0
-    longs = [LongRequest(rig.port, 2000) for _ in range(2)]
-    for request in longs:
-        request.start()
-    assert all(request.started.wait(60) for request in longs)
+    longs = rig.streaming(2)
     switch = rig.popen("switch", "alt", "--drain", "4")
     rig.wait_for(switch, "front door holds new requests")
     assert rig.door is not None

@@ -1,8 +1,8 @@
-"""rigctl capture in front of the real vLLM CPU build, and a bench replaying what it kept: the apps
-get what vLLM sent (the same bytes through a TCP tap, event for event for streams), the trace
-holds what they sent and no header value; the replay sends exactly those requests in every arm
-(the usage sums equal the engine's own counters), and an A/A run on real fresh servers is never
-promoted."""
+"""rigctl capture (the front door recording into one file) in front of the real vLLM CPU build, and
+a bench replaying what it kept: the apps get what vLLM sent (the same bytes through a TCP tap,
+event for event for streams), the trace holds what they sent and no header value; the replay
+sends exactly those requests in every arm (the usage sums equal the engine's own counters), and
+an A/A run on real fresh servers is never promoted."""
 
 from __future__ import annotations
 
@@ -12,19 +12,8 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.real_vllm.conftest import RealRig
-from tests.support.capture_run import SECRET, App, Capture
+from tests.support.capture_run import SECRET, TOOLS, App, Capture
 from tests.support.tap import Tap
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "the weather in a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        },
-    }
-]
 
 
 def counters(path: Path) -> dict[str, float]:
@@ -80,7 +69,7 @@ def test_capture_then_replay_on_the_real_engine(real: RealRig, tmp_path: Path) -
     app.close()
     rc, said = capture.stop()
     tap.close()
-    assert rc == 0 and "captured 24 requests (12 streamed)" in said, said
+    assert rc == 0 and "24 request(s) recorded into" in said, said
     text = capture.out.read_text()
     assert SECRET not in text and "Bearer" not in text
     _, entries = capture.trace()

@@ -170,3 +170,65 @@ def test_a_switch_that_fails_verification_answers_the_held_from_the_restored_pro
     assert prober.errors == [], prober.errors
     assert prober.answered >= 1
     assert last_ending(door_rig)["status"] == "rolled_back"
+
+
+def test_a_stream_the_switch_cuts_tells_the_apps_client_why(door_rig: DoorRealRig) -> None:
+    """vLLM's own stream, cut at the drain's deadline: the openai SDK raises the door's reason (an
+    SSE error event in vLLM's shape), never a bare connection error."""
+    stream = Stream(door_rig, 100_000)
+    stream.start()
+    assert stream.started.wait(120)
+    switched = door_rig.rigctl("switch", "tools", "--drain", "1", timeout=600)
+    stream.join(120)
+    assert switched.returncode == 0, switched.stdout + switched.stderr
+    assert stream.error.startswith("APIError") and "cut by the switch to tools: the drain's 1 s deadline passed" in stream.error, (
+        stream.error,
+        stream.got,
+    )
+
+
+def test_the_door_killed_is_brought_back_by_watch_while_the_apps_run(door_rig: DoorRealRig) -> None:
+    """The door SIGKILLed with vLLM behind it: `status --check` says so, `rigctl watch` starts it
+    again, and an app whose client retries connection errors (as the openai SDK does by default)
+    never sees one."""
+    watch = door_rig.popen("watch", "--interval", "1")
+    apps = openai.OpenAI(base_url=f"http://127.0.0.1:{door_rig.port}/v1", api_key="unused", max_retries=5, timeout=300)
+    errors: list[str] = []
+    answered = [0]
+    stop = threading.Event()
+
+    def app() -> None:
+        while not stop.is_set():
+            try:
+                apps.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "ping"}], max_tokens=2)
+                answered[0] += 1
+            except openai.OpenAIError as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+            stop.wait(0.3)
+
+    prober = threading.Thread(target=app, daemon=True)
+    try:
+        door_rig.wait_for(watch, "watching")
+        prober.start()
+        assert door_rig.door is not None
+        door_rig.door.kill()
+        door_rig.door.wait(30)
+        door_rig.door = None
+        said = door_rig.wait_for(watch, "front door back", timeout=120)
+        assert any("front door down" in line for line in said), said
+        before = answered[0]
+        deadline = threading.Event()
+        while answered[0] <= before + 2 and not deadline.wait(0.2):
+            pass
+        stop.set()
+        prober.join(120)
+        assert errors == [], errors
+        assert door_rig.status()["front_door"]["up"] is True
+        assert door_rig.rigctl("status", "--check", "--window", "0.5").returncode == 0
+    finally:
+        stop.set()
+        watch.terminate()
+        door_rig.finish(watch)
+        door = door_rig.read_json(door_rig.state_dir / "gateway.json")
+        if door and door["pid"]:  # the door watch started, in a session of its own: the module's cleanup cannot see it
+            subprocess.run(["kill", str(door["pid"])], check=False)

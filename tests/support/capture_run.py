@@ -18,6 +18,16 @@ import httpx
 from tests.support.tap import Tap, events, parse_answer
 
 SECRET = "sk-capture-test-0123456789"  # the app's key: it must reach vLLM and nothing else
+TOOLS = [  # one tool, as the apps' chat with tools sends it
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "the weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 
 
 class Capture:

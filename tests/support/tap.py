@@ -1,5 +1,5 @@
 """A TCP tap: a plain byte pump on 127.0.0.1 in front of a server that keeps every byte the server
-sent, so a test can compare what an app received through rigctl capture with what vLLM wrote on
+sent, so a test can compare what an app received through the front door (rigctl capture) with what vLLM wrote on
 the wire. Requests are sent one at a time; `since(mark)` is then exactly one answer."""
 
 from __future__ import annotations

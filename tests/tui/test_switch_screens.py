@@ -233,3 +233,32 @@ def test_the_serving_bar_says_a_bench_runs_and_which_arm(serve_ctx: ServeContext
             assert "bench" not in app.screen.query_one(ServingBar).text
 
     asyncio.run(scenario())
+
+
+def test_the_serving_bar_says_a_dead_front_door_loudly(serve_ctx: ServeContext, port: int) -> None:
+    """vLLM behind the door, the door killed: the engine still answers, the apps do not; the bar
+    says so as an alert."""
+    door = subprocess.Popen(
+        [sys.executable, "-m", "rigctl", "gateway", "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert door.stdout is not None
+        while "the apps' address" not in (line := door.stdout.readline()):
+            assert line, "the door did not open"
+        assert transaction.switch(serve_ctx, "good").status == "switched"  # behind the door
+    finally:
+        door.kill()
+        door.wait()
+    app = app_for(serve_ctx)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await poll(app, pilot)
+            bar = app.screen.query_one(ServingBar)
+            assert f"the front door on 127.0.0.1:{port} is gone: the apps are refused" in bar.text, bar.text
+            assert bar.has_class("-alert") and not bar.has_class("-serving")
+
+    asyncio.run(scenario())

@@ -1,16 +1,19 @@
-"""rigctl capture in front of the simulator, as a real process: every answer the app gets is what
-the server sent (the same bytes through a TCP tap), the trace holds what the app sent and no
-header value, failures are passed on as they failed and marked, Ctrl-C ends it with a count."""
+"""`rigctl capture`, the front door in front of one server with its recording into one file, as
+a real process before the simulator: every answer the app gets is what the server sent (the same
+bytes through a TCP tap), the trace holds what the app sent and no header value, the door's
+refusals and bounds hold (no other address, loopback only, no password written), bodies vLLM
+takes that are not strict JSON are kept as lines, and Ctrl-C ends it with a count."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,21 +22,10 @@ import httpx
 import pytest
 
 from rigctl.bench.trace import read_trace
-from tests.support.capture_run import SECRET, App, Capture
+from tests.support.capture_run import SECRET, TOOLS, App, Capture
 from tests.support.serving import free_port
 from tests.support.sim_server import serve_sim
 from tests.support.tap import Tap
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "the weather in a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        },
-    }
-]
 
 
 @pytest.fixture
@@ -81,7 +73,7 @@ def test_the_apps_get_what_vllm_sent_and_the_trace_holds_what_they_sent(tapped: 
     app.close()
     rc, said = capture.stop()
     assert rc == 0, said
-    assert "captured 5 requests (2 streamed, 1 failed upstream (kept, marked), 1 passed through untraced)" in said
+    assert f"5 request(s) recorded into {capture.out}" in said, said
 
     text = capture.out.read_text()
     assert SECRET not in text and "Bearer" not in text and "authorization" not in text.lower()
@@ -95,7 +87,7 @@ def test_the_apps_get_what_vllm_sent_and_the_trace_holds_what_they_sent(tapped: 
     assert entries[3]["completion_tokens"] == answer["usage"]["completion_tokens"] == 5
     assert entries[1]["completion_tokens"] == 20  # the stream's usage event
     assert "completion_tokens" not in entries[2] and entries[2]["chunks"] >= 1  # it asked for no usage
-    assert entries[4]["error"].startswith("HTTP 404: The model `another-model` does not exist")
+    assert entries[4]["error"].startswith("The model `another-model` does not exist")
     assert all("error" not in e for e in entries[:4])
     assert [e["t"] for e in entries] == sorted(e["t"] for e in entries) and entries[0]["t"] >= 0
     _, replayable = read_trace(capture.out)  # what the bench reads
@@ -141,47 +133,52 @@ def test_a_stream_is_passed_on_as_it_arrives_not_when_it_ends(tmp_path: Path) ->
     assert entries[0]["chunks"] == 2 and "error" not in entries[0]
 
 
-def test_an_upstream_that_is_not_there_is_a_502_in_vllms_shape_and_marked(tmp_path: Path) -> None:
+def test_an_upstream_that_is_not_there_is_a_503_with_retry_after_in_vllms_shape(tmp_path: Path) -> None:
     gone = f"http://127.0.0.1:{free_port()}"
     capture = Capture(gone, tmp_path / "trace.jsonl")
     with httpx.Client(base_url=capture.url, timeout=30, trust_env=False) as client:
         answer = client.post("/v1/completions", json={"model": "m", "prompt": "hi", "max_tokens": 3})
-    assert answer.status_code == 502 and "did not answer" in answer.json()["error"]["message"]
+    assert answer.status_code == 503 and "refuses connections" in answer.json()["error"]["message"], answer.text
+    assert answer.headers["retry-after"]
     rc, said = capture.stop()
-    assert rc == 0 and "captured 1 request (1 failed upstream (kept, marked))" in said
-    _, entries = capture.trace()
-    assert entries[0]["status"] is None and entries[0]["error"].startswith(f"the server at {gone} did not answer")
+    assert rc == 0 and "0 request(s) recorded" in said, said  # nothing reached a server: nothing to replay
 
 
-def test_ctrl_c_waits_for_an_answer_in_flight_and_a_second_cuts_it(tapped: Tap, tmp_path: Path) -> None:
+def test_ctrl_c_waits_for_an_answer_in_flight_and_a_second_cuts_it_saying_why(tapped: Tap, tmp_path: Path) -> None:
     capture = Capture(tapped.url, tmp_path / "trace.jsonl")
-    got: list[int] = []
+    lines: list[str] = []
+    started = threading.Event()
 
     def long_stream() -> None:
         body = {"model": "qwen3.6-27b", "prompt": "go on", "max_tokens": 100000, "stream": True}
         try:
             with httpx.stream("POST", f"{capture.url}/v1/completions", json=body, timeout=60, trust_env=False) as r:
-                for _ in r.iter_raw():
-                    got.append(1)
-        except httpx.HTTPError:
-            got.append(-1)  # cut: the app sees it end early
+                for line in r.iter_lines():
+                    lines.append(line)
+                    started.set()
+        except httpx.HTTPError as exc:
+            lines.append(f"error: {exc}")
+        started.set()
 
     thread = threading.Thread(target=long_stream)
     thread.start()
-    while not got:
-        time.sleep(0.02)
+    assert started.wait(60)
     capture.proc.send_signal(signal.SIGINT)
     assert capture.proc.stderr is not None
-    line = capture.proc.stderr.readline()
-    assert "waiting for 1 answer(s) in flight (Ctrl-C again cuts them)" in line
+    said = ""
+    while "Ctrl-C again" not in said:  # (after what it said at its start)
+        line = capture.proc.stderr.readline()
+        assert line, said
+        said += line
+    assert "1 answer(s) in flight get up to 30 s (Ctrl-C again cuts them now, each app told why)" in said, said
     rc, said = capture.stop()
     thread.join(30)
-    assert (
-        rc == 0
-        and ("captured 1 request (1 streamed, 1 failed upstream (kept, marked), 1 cut off by the end of the capture)") in said
-    )
+    assert rc == 0 and "1 answer(s) still running were cut" in said, said
+    errors = [json.loads(x[6:])["error"] for x in lines if x.startswith("data: {") and '"error"' in x]
+    assert errors and errors[0]["message"] == "rigctl gateway: the front door was stopped" and errors[0]["code"] == 503, lines[-3:]
+    assert [x for x in lines if x][-1] == "data: [DONE]"  # a stream that ended, with its reason: no connection error
     _, entries = capture.trace()
-    assert entries[0]["error"] == "the capture ended before its answer did"
+    assert entries[0]["error"].startswith("cut before its answer ended"), entries[0]
 
 
 def test_max_requests_ends_it_and_an_existing_trace_is_never_written_over(tapped: Tap, tmp_path: Path) -> None:
@@ -202,7 +199,7 @@ def test_max_requests_ends_it_and_an_existing_trace_is_never_written_over(tapped
     assert (
         again.stderr.strip()
         .splitlines()[-1]
-        .endswith(f"{out}: already exists; a capture never writes over a file (give another --out)")
+        .endswith(f"{out}: already exists; a recording never writes over a file (give another --out)")
     )
     assert "Traceback" not in again.stderr
 
@@ -210,8 +207,10 @@ def test_max_requests_ends_it_and_an_existing_trace_is_never_written_over(tapped
 @pytest.mark.parametrize(
     "argv, says",
     [
-        (["--listen", "nowhere"], "--listen 'nowhere': give HOST:PORT"),
-        (["--duration", "0"], "--duration must be positive"),
+        (["--listen", "nowhere"], "--listen: 'nowhere' is not HOST:PORT"),
+        (["--listen", "0.0.0.0:8001"], "refusing to open the rig to 0.0.0.0"),
+        (["--duration", "0"], "--duration must be a number of seconds above 0"),
+        (["--max-requests", "0"], "--max-requests must be at least 1"),
         (["--to", "127.0.0.1:8000"], "give the server's base URL"),
     ],
 )
@@ -233,3 +232,47 @@ def test_bad_flags_are_one_line(argv: list[str], says: str, tmp_path: Path) -> N
     )
     assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_only_a_path_is_forwarded_and_a_password_in_to_is_written_nowhere(sim: str, tmp_path: Path) -> None:
+    """Not an open forward proxy: `@host:port/...` and absolute targets are 400; the user:password
+    of --to reaches neither an app's answer nor the trace."""
+    port = sim.rsplit(":", 1)[1]
+    capture = Capture(f"http://admin:hunter2@127.0.0.1:{port}", tmp_path / "trace.jsonl")
+    host, bound = capture.url[len("http://") :].split(":")
+    for target in (b"@127.0.0.1:22/v1/models", b"http://127.0.0.1:22/v1/models", b"//evil/v1/models"):
+        with socket.create_connection((host, int(bound)), timeout=30) as sock:
+            sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
+            got = sock.recv(65536)
+        assert got.startswith(b"HTTP/1.1 400"), (target, got[:200])
+    with httpx.Client(base_url=capture.url, timeout=30, trust_env=False) as client:
+        answer = client.post("/v1/completions", json={"model": "qwen3.6-27b", "prompt": "hi", "max_tokens": 2})
+    assert answer.status_code == 200
+    rc, said = capture.stop()
+    head, entries = capture.trace()
+    assert rc == 0 and len(entries) == 1
+    assert "hunter2" not in said + capture.out.read_text() and head["upstream"] == f"http://127.0.0.1:{port}"
+
+
+def test_bodies_vllm_takes_that_are_not_strict_json_are_kept_as_lines(sim: str, tmp_path: Path) -> None:
+    capture = Capture(sim, tmp_path / "trace.jsonl")
+    host, bound = capture.url[len("http://") :].split(":")
+    bodies = (
+        b'{"model": "qwen3.6-27b", "prompt": "x", "temperature": NaN, "max_tokens": 2}',
+        b'{"model": "qwen3.6-27b", "prompt": "x", "max_tokens": Infinity}',
+        b'{"model": "qwen3.6-27b", "prompt": "\\ud800 lone", "max_tokens": 2}',
+    )
+    for body in bodies:
+        head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        with socket.create_connection((host, int(bound)), timeout=30) as sock:
+            sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            got = b""
+            while chunk := sock.recv(65536):
+                got += chunk
+        assert got.startswith(b"HTTP/1.1 "), got[:100]  # vLLM's own answer, as it was
+    rc, said = capture.stop()
+    assert rc == 0 and "Traceback" not in said and "3 request(s) recorded" in said, said
+    _, entries = capture.trace()  # every line whole and strict JSON
+    assert len(entries) == 3
+    assert [e.get("unkept", "")[:32] for e in entries[:2]] == ["its body is not strict JSON (NaN"] * 2
+    assert entries[2]["body"]["prompt"] == "\ud800 lone"

@@ -1,1 +1,0 @@
-"""rigctl capture: the owner's traffic, forwarded unchanged and kept as a trace the bench replays."""
