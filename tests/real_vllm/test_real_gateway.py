@@ -175,7 +175,7 @@ def test_a_switch_that_fails_verification_answers_the_held_from_the_restored_pro
 def test_a_stream_the_switch_cuts_tells_the_apps_client_why(door_rig: DoorRealRig) -> None:
     """vLLM's own stream, cut at the drain's deadline: the openai SDK raises the door's reason (an
     SSE error event in vLLM's shape), never a bare connection error."""
-    stream = Stream(door_rig, 100_000)
+    stream = Stream(door_rig, 1900)
     stream.start()
     assert stream.started.wait(120)
     switched = door_rig.rigctl("switch", "tools", "--drain", "1", timeout=600)
