@@ -60,9 +60,14 @@ class Request:
     done: bool = False
 
 
+def prompt_tokens(text: str) -> int:
+    """The simulator's tokenizer: ~4 characters a token."""
+    return max(1, (len(text) + 3) // 4)
+
+
 def prompt_blocks(text: str, block_tokens: int) -> tuple[int, list[str]]:
-    """Token count (~4 characters a token) and the hash chain of whole blocks."""
-    tokens = max(1, (len(text) + 3) // 4)
+    """Token count (prompt_tokens) and the hash chain of whole blocks."""
+    tokens = prompt_tokens(text)
     chars = block_tokens * 4
     blocks, digest = [], hashlib.blake2b(digest_size=8)
     for start in range(0, (tokens // block_tokens) * chars, chars):

@@ -17,7 +17,22 @@ from typing import Any
 
 from rigctl.sim import exposition
 from rigctl.sim.boot import VllmLog
-from rigctl.sim.engine import EngineSim, Request
+from rigctl.sim.engine import EngineSim, Request, prompt_tokens
+
+BODY_LIMIT = 256 * 1024 * 1024  # a body past this is refused and its connection closed
+
+
+def context_refusal(prompt: int, max_tokens: int, max_model_len: int) -> str:
+    """vLLM's 400 for a request that does not fit the context (its serving layer's two checks)."""
+    if max_tokens > max_model_len:
+        return f"max_tokens={max_tokens} cannot be greater than max_model_len={max_model_len}. Please request fewer output tokens."
+    if prompt + max_tokens > max_model_len:
+        return (
+            f"This model's maximum context length is {max_model_len} tokens. However, you requested {prompt + max_tokens} "
+            f"tokens ({prompt} in the messages, {max_tokens} in the completion). Please reduce the length of the messages "
+            "or completion."
+        )
+    return ""
 
 
 class SimServer(ThreadingHTTPServer):
@@ -102,8 +117,25 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"detail": "Not Found"})
 
+    def _read_body(self) -> bytes | None:
+        """The request's body, read whole before anything is answered, as uvicorn reads (or
+        discards) a body it refuses: left in a kept-alive connection, it would be read as the next
+        request. None when it cannot be read (the connection then closes)."""
+        try:
+            length = int(self.headers.get("content-length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= BODY_LIMIT:
+            self.close_connection = True
+            return None
+        return self.rfile.read(length)
+
     def do_POST(self) -> None:
         path = self.path.split("?")[0]
+        raw = self._read_body()
+        if raw is None:
+            self._error(400, "invalid Content-Length", "BadRequestError")
+            return
         if path not in ("/v1/completions", "/v1/chat/completions"):
             self._json(404, {"detail": "Not Found"})
             return
@@ -111,7 +143,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(401, {"error": "Unauthorized"})
             return
         try:
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
+            body = json.loads(raw or b"{}")
         except ValueError:
             self._error(400, "invalid JSON body", "BadRequestError")
             return
@@ -127,6 +159,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         text = " ".join(str(m.get("content", "")) for m in body.get("messages", [])) if chat else str(body.get("prompt", ""))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        too_long = context_refusal(prompt_tokens(text), max_tokens, self.server.max_model_len)
+        if too_long:
+            self._error(400, too_long, "BadRequestError")
+            return
         request = self.server.engine.submit(text, max_tokens)
         forced = _forced_tool(body) if chat else None
         if body.get("stream"):

@@ -226,3 +226,26 @@ def test_sigterm_is_clean_and_the_rig_view_agrees(server: tuple[str, subprocess.
     assert proc.wait(10) == 0
     assert "Application shutdown complete." in log.read_text()
     assert not (default_claims_dir() / f"{proc.pid}.json").exists()
+
+
+def test_a_refused_body_is_read_and_the_kept_alive_connection_serves_on(sim_env: dict[str, str], tmp_path: Path) -> None:
+    """A 401 answered before the body is looked at (the key is wrong): the body is read all the
+    same, so the next request on the same connection is read as itself, as uvicorn does."""
+    for url, _, _ in serve_sim(["--api-key", "right"], sim_env, tmp_path / "keyed.log"):
+        body = json.dumps({"model": "qwen3.6-27b", "prompt": "x" * 5000, "max_tokens": 2})
+        with httpx.Client(base_url=url, timeout=30) as client:  # one kept-alive connection
+            wrong = client.post("/v1/completions", content=body, headers={"Authorization": "Bearer wrong"})
+            right = client.post("/v1/completions", content=body, headers={"Authorization": "Bearer right"})
+        assert wrong.status_code == 401 and right.status_code == 200, (wrong.text, right.text[:300])
+        assert right.json()["usage"]["completion_tokens"] == 2
+
+
+def test_a_request_past_the_context_is_refused_as_vllm_refuses_it(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    url = server[0]
+    long = httpx.post(f"{url}/v1/completions", json={"model": "qwen3.6-27b", "prompt": "w" * 600_000, "max_tokens": 16}, timeout=30)
+    assert long.status_code == 400, long.text
+    assert long.json()["error"]["message"].startswith(
+        "This model's maximum context length is 131072 tokens. However, you requested"
+    )
+    many = httpx.post(f"{url}/v1/completions", json={"model": "qwen3.6-27b", "prompt": "w", "max_tokens": 200_000}, timeout=30)
+    assert many.status_code == 400 and "max_tokens=200000 cannot be greater than max_model_len=131072" in many.text, many.text
