@@ -70,6 +70,9 @@ class Settings:
     verify_tools_streamed: bool = False  # a streamed chat with a named tool must stream a tool call
     verify_min_acceptance: float = 0.0  # speculative decoding: accepted share of drafted tokens at least this
     verify_timeout: float = 60.0  # seconds for the whole verification
+    # s a switch through the front door awaits the apps' own first answers from the new server (a
+    # status their client never got before rolls it back: gateway/judge.py); 0: the apps do not judge
+    verify_apps_s: float = 10.0
     verify_declared: bool = False  # config.toml has a [verify] table: the apps' needs are written down
     # [alerts]: what goes wrong while the engine looks healthy (rigctl/alerts/)
     alerts_stall: float = 60.0  # s with requests waiting and no token produced
@@ -143,6 +146,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "tools_streamed": "verify_tools_streamed",
         "min_acceptance": "verify_min_acceptance",
         "timeout_s": "verify_timeout",
+        "apps_s": "verify_apps_s",
     },
     "alerts": {
         "stall_s": "alerts_stall",

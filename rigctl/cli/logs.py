@@ -91,6 +91,8 @@ def run_switches(args: argparse.Namespace) -> int:
     for e in endings:
         drain = _drain_text(e)
         verified = "-" if e.verified is None else ("yes" if e.verified else f"FAILED {e.verify_failed or ''}".strip())
+        if e.apps_refused:
+            verified = f"REFUSED BY THE APPS: {e.apps_refused}"
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.when))
         rows.append((when, e.action, e.target, e.status, fmt.seconds(e.seconds), drain, verified))
     print(fmt.table(rows))

@@ -5,7 +5,9 @@ validated, and show how it differs from the nearest shipped profile."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
+import os
 import shlex
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from rigctl.errors import BadInputError, RigctlError
 from rigctl.files import read_input_text
 from rigctl.profiles import importing
 from rigctl.profiles.edit import import_profile
+from rigctl.profiles.envfile import parse_env_text
 from rigctl.profiles.importing import ImportSource
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import nearest
@@ -101,8 +104,23 @@ def source_of(args: argparse.Namespace) -> ImportSource:
             mark = getattr(exc, "problem_mark", None)
             line = f":{mark.line + 1}" if mark is not None else ""
             raise BadInputError(f"{path}{line}: not YAML: {getattr(exc, 'problem', None) or exc}") from None
-        return importing.from_compose(document, args.service, str(path), how)
-    return importing.from_command_line(words, how)
+        dotenv = path.parent / ".env"  # what docker compose reads beside the file, under the shell's environment
+        try:
+            variables = {**parse_env_text(dotenv.read_text()), **os.environ} if dotenv.is_file() else dict(os.environ)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInputError(f"{dotenv}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+        return importing.from_compose(document, args.service, str(path), how, variables)
+    return with_shell_env(importing.from_command_line(words, how))
+
+
+def with_shell_env(source: ImportSource) -> ImportSource:
+    """A command line typed here runs with this shell's exported environment: what of it vLLM's
+    stack reads is taken (the line's own KEY=value words over it), and said."""
+    taken = {k: v for k, v in importing.engine_env(os.environ).items() if k not in source.env}
+    if not taken:
+        return source
+    note = f"env {', '.join(sorted(taken))}: taken from this shell's environment, as vLLM started from it would see them"
+    return dataclasses.replace(source, env={**taken, **source.env}, notes=(*source.notes, note))
 
 
 def run(args: argparse.Namespace) -> int:

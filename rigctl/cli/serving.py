@@ -103,6 +103,13 @@ def _shared(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="done when vLLM answers: skip [verify]'s checks (the boot record says so)",
     )
+    p.add_argument(
+        "--apps-may-change",
+        dest="apps_judge",
+        action="store_false",
+        help="the change is meant to refuse what the apps sent before (a key rotation, a new served name): their first "
+        "answers through the front door do not judge the switch",
+    )
     p.add_argument("--timeout", type=float, metavar="S", help="seconds to wait for readiness (default: profile/config)")
     p.add_argument("--wait", type=float, metavar="S", help="wait up to S seconds for another switch to finish")
     p.add_argument("-v", "--verbose", action="store_true", help="also print the vLLM log as it boots")
@@ -173,6 +180,7 @@ def _options(args: argparse.Namespace, rollback: bool = True) -> transaction.Swi
         force=getattr(args, "force", False),
         drain=args.drain,
         verify=args.verify,
+        apps_judge=getattr(args, "apps_judge", True),
     )
 
 

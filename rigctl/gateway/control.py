@@ -159,13 +159,39 @@ class DoorClient:
     def release(self) -> AppsSeen:
         """Release this switch's hold; what the apps saw of it (also when the door had ended it:
         its deadline, its supersession, a release asked twice)."""
-        seen = self.ask({"op": "release", "hold": self.token}).get("apps")
-        if not isinstance(seen, dict):
-            raise ControlError(f"{self.path}: not a front door's answer")
-        try:
-            return AppsSeen(**{k: v for k, v in seen.items() if k in AppsSeen.__dataclass_fields__})
-        except TypeError:
-            raise ControlError(f"{self.path}: not a front door's answer") from None
+        return _apps_seen(self.ask({"op": "release", "hold": self.token}), self.path)
+
+    def judged_release(self, window_s: float) -> Judged | None:
+        """Release as the apps judge it (gateway/judge.py): each client's first request goes alone
+        to the new server, its status line read before the app gets a byte, awaited up to
+        `window_s`. None: no client of the door's to judge by (the hold is released). On a
+        refusal the hold goes on, the refused requests back in it, for the switch to roll back
+        and release; otherwise it is released."""
+        answer = self.ask({"op": "release", "hold": self.token, "judge_s": window_s}, timeout=window_s + 10.0)
+        judged = answer.get("judged")
+        if not isinstance(judged, dict):
+            return None
+        refused = judged.get("refused")
+
+        def names(key: str) -> tuple[str, ...]:
+            value = judged.get(key)
+            return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+        return Judged(
+            refused=tuple(r for r in refused if isinstance(r, dict)) if isinstance(refused, list) else (),
+            accepted=names("accepted"),
+            unanswered=names("unanswered"),
+        )
+
+
+@dataclass(frozen=True)
+class Judged:
+    """How the apps judged a switch: the clients refused (status, message, withheld), those answered
+    as before, and those that sent nothing within the window."""
+
+    refused: tuple[dict[str, Any], ...]
+    accepted: tuple[str, ...]
+    unanswered: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -236,6 +262,16 @@ def seen(path: Path | None = None, timeout_s: float = 1.0) -> DoorSeen | None:
     label = holder.get("label") if isinstance(holder, dict) else None
     last = _ended_hold(status.get("last_hold"))
     return DoorSeen(pid, listen, in_flight, held, bool(holding), by_client, label if isinstance(label, str) else None, last)
+
+
+def _apps_seen(answer: dict[str, Any], path: Path) -> AppsSeen:
+    seen = answer.get("apps")
+    if not isinstance(seen, dict):
+        raise ControlError(f"{path}: not a front door's answer")
+    try:
+        return AppsSeen(**{k: v for k, v in seen.items() if k in AppsSeen.__dataclass_fields__})
+    except TypeError:
+        raise ControlError(f"{path}: not a front door's answer") from None
 
 
 def _count(answer: dict[str, Any], key: str) -> int:

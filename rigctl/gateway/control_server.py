@@ -129,13 +129,35 @@ class ControlServer:
             return {"cut": door.cut(why if isinstance(why, str) and why else "a switch cut it")}
         if op == "release":
             token = ask.get("hold")
-            if self.owner is not None and (token == self.owner.token or (token is None and self.owner.writer is writer)):
-                return {"apps": self._end("released", serving=True).apps.to_json()}
+            owner = self.owner
+            if owner is not None and (token == owner.token or (token is None and owner.writer is writer)):
+                window = ask.get("judge_s")
+                judged = await self._judge(float(window)) if isinstance(window, (int, float)) and window > 0 else None
+                if self.owner is not owner:  # ended meanwhile (its deadline, a newer switch, its holder died)
+                    ended = self.ended.get(owner.token)
+                    return {"apps": ended.apps.to_json() if ended else {}, "ended": ended.how if ended else "", "judged": judged}
+                if judged is not None and judged["refused"]:
+                    return {"refused": judged["refused"], "judged": judged}  # the hold goes on: the switch rolls back
+                return {"apps": self._end("released", serving=True).apps.to_json(), "judged": judged}
             ended = self.ended.get(token) if isinstance(token, str) else None
             if ended is not None:
                 return {"apps": ended.apps.to_json(), "ended": ended.how}
             return {"error": "this switch holds nothing at the door"}
         return {"error": f"unknown op {op!r}"}
+
+    async def _judge(self, window_s: float) -> dict[str, Any] | None:
+        """The apps judge the switch (gateway/judge.py): their first answers from the new server,
+        awaited up to `window_s`; None when no client of the door's has been answered yet."""
+        probation = self.door.begin_probation(window_s)
+        if probation is None:
+            return None
+        try:
+            await asyncio.wait_for(probation.done.wait(), window_s)
+        except TimeoutError:
+            pass
+        judged = probation.to_json()
+        self.door.end_probation()
+        return judged
 
     def _hold(self, ask: dict[str, Any], writer: asyncio.StreamWriter) -> dict[str, Any]:
         pid, start, label, seconds = ask.get("pid"), ask.get("start"), ask.get("label"), ask.get("deadline_s")

@@ -26,7 +26,8 @@ from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.gateway.bounds import ConnectionBounds
 from rigctl.gateway.connections import Connections
 from rigctl.gateway.exchange import AppConnection, Exchange
-from rigctl.gateway.hold import Hold, HoldBounds
+from rigctl.gateway.hold import Hold, HoldBounds, Ticket
+from rigctl.gateway.judge import ClientOutcomes, Probation, Refusal
 from rigctl.gateway.recording import Recording
 from rigctl.gateway.reuse import PrefixReuse, prompt_text
 from rigctl.gateway.upstream import CONNECT_S, CUT_WAIT_S, EnginePool, split_upstream
@@ -81,6 +82,8 @@ class Gateway:
         self.connections = Connections(connection_bounds or ConnectionBounds(), cap)
         self.stopping = False  # SIGTERM: nothing new is admitted; the answers in flight get the grace
         self.body_bytes = 0  # of requests' bodies read since it opened (when to give memory back: gateway/memory.py)
+        self.outcomes = ClientOutcomes()  # each client's answers: how the apps judge a switch
+        self.probation: Probation | None = None
         self.in_flight: set[Exchange] = set()  # forwarded to vLLM, answer not ended
         self.counts = Counts()
         self.window: HoldWindow | None = None
@@ -112,22 +115,31 @@ class Gateway:
             if refusal:
                 self._answer(exchange, *refusal)
                 return
-            if self.hold.active:
-                size = exchange.buffered + sum(len(v) for _, v in exchange.headers)
-                full = self.hold.full(size)
-                if full:
-                    self._answer(exchange, 503, f"rigctl gateway: the rig is switching and {full}", wire.RETRY_AFTER_S)
-                    return
-                exchange.ticket = self.hold.enter(size)
-                try:
-                    serving = await self.hold.wait(exchange.ticket)
-                except asyncio.CancelledError:
-                    return  # the app hung up while it waited: never sent
-                if not serving:
-                    self._answer(exchange, 503, "rigctl gateway: the rig is switching; try again shortly", wire.RETRY_AFTER_S)
-                    return
-            await self._forward(exchange)
-            await exchange.done
+            while True:
+                if self.hold.active:
+                    size = exchange.buffered + sum(len(v) for _, v in exchange.headers)
+                    full = self.hold.full(size)
+                    if full and not exchange.requeued:
+                        self._answer(exchange, 503, f"rigctl gateway: the rig is switching and {full}", wire.RETRY_AFTER_S)
+                        return
+                    exchange.ticket = self.hold.enter(size, exchange.who, again=exchange.requeued)
+                    self._admit_during_probation(exchange.ticket)
+                    try:
+                        serving = await self.hold.wait(exchange.ticket)
+                    except asyncio.CancelledError:
+                        return  # the app hung up while it waited: never sent
+                    if not serving:
+                        self._answer(exchange, 503, "rigctl gateway: the rig is switching; try again shortly", wire.RETRY_AFTER_S)
+                        return
+                    exchange.probe = exchange.ticket.probe
+                    if exchange.probe and self.probation is not None:
+                        self.probation.pending[exchange.who] = exchange
+                exchange.requeued = False
+                await self._forward(exchange)
+                await exchange.done
+                if not exchange.requeued:
+                    break
+                exchange.done = asyncio.get_running_loop().create_future()  # refused by the new server: held again
         finally:
             if exchange.outcome is None:
                 exchange.end("gone" if app.gone else "refused")
@@ -175,6 +187,8 @@ class Gateway:
         parts = [head, *(wire.chunk(d) if exchange.chunked else d for d in exchange.body)]
         if exchange.complete and exchange.chunked:
             parts.append(wire.LAST_CHUNK)
+        if exchange.probe:
+            exchange.resend = list(exchange.body)  # to send again, should the new server refuse it
         exchange.body.clear()
         exchange.buffered = 0
         engine.carry(exchange, b"".join(parts))
@@ -193,12 +207,86 @@ class Gateway:
     def upstream_failed(self, exchange: Exchange, why: str) -> None:
         self._answer(exchange, 502, f"rigctl gateway: {why}")
 
+    # -- the apps judge a switch (gateway/judge.py)
+    def judge(self, exchange: Exchange, status: int) -> bool:
+        """A probe's status line, read before the app gets a byte: True when it may go on; False
+        when its client never got this status before (the new server refuses the apps)."""
+        probation = self.probation
+        who = exchange.who
+        if probation is None:
+            return True
+        probation.probing.discard(who)
+        probation.pending.pop(who, None)
+        if self.outcomes.refused(who, status):
+            behind = sum(1 for t in self.hold.line if t.who == who)
+            probation.refusals[who] = Refusal(status, "", withheld=1 + behind)
+            probation.done.set()
+            return False
+        probation.accepted.add(who)
+        for ticket in [t for t in self.hold.line if t.who == who]:
+            self.hold.release(ticket)
+        probation.check(self.hold.clock())
+        return True
+
+    def requeue(self, exchange: Exchange, message: str = "") -> None:
+        """A probe the new server refused: out of flight (not ended), its refusal's message kept."""
+        self.in_flight.discard(exchange)
+        if not self.in_flight:
+            self.idle.set()
+        probation = self.probation
+        refusal = probation.refusals.get(exchange.who) if probation is not None else None
+        if refusal is not None and message and not refusal.message:
+            refusal.message = message[:200]
+
+    def _admit_during_probation(self, ticket: Ticket) -> None:
+        """While the apps judge a switch, a held request goes on at once unless its client is
+        judged: the first of an awaited client goes alone, as a probe; the rest wait for its
+        status line; a refused client's wait for the restored profile."""
+        probation = self.probation
+        if probation is None or probation.done.is_set():
+            return
+        who = ticket.who
+        if who in probation.refusals or (who in probation.probing and who not in probation.accepted):
+            return
+        if who and who not in probation.awaited and self.outcomes.known(who):
+            probation.awaited.add(who)  # seen answered before, quiet lately: judged too
+        if who in probation.awaited and who not in probation.accepted:
+            probation.probing.add(who)
+            self.hold.release(ticket, probe=True)
+        else:
+            self.hold.release(ticket)
+
+    def begin_probation(self, window_s: float) -> Probation | None:
+        """The apps judge the switch whose hold ends: the clients seen answered 2xx lately, or with
+        a request held, are awaited for `window_s`; None when there is nothing to judge by."""
+        if self.window is None or not self.hold.active or window_s <= 0:
+            return None
+        awaited = self.outcomes.recent() | {t.who for t in self.hold.line if self.outcomes.known(t.who)}
+        if not awaited:
+            return None
+        self.probation = Probation(awaited, self.hold.clock() + window_s)
+        for ticket in list(self.hold.line):
+            self._admit_during_probation(ticket)
+        return self.probation
+
+    def end_probation(self) -> None:
+        """The judgement is over: probes still without a status line go on as ordinary answers."""
+        probation, self.probation = self.probation, None
+        if probation is None:
+            return
+        for exchange in list(probation.pending.values()):
+            if exchange.engine is not None:
+                exchange.engine.unprobe()
+            exchange.probe = False
+
     def ended(self, exchange: Exchange) -> None:
         outcome = exchange.outcome
         assert outcome is not None
         self.in_flight.discard(exchange)
         if not self.in_flight:
             self.idle.set()
+        if exchange.status is not None and exchange.who:
+            self.outcomes.note(exchange.who, exchange.status)
         if exchange.kept is not None and exchange.engine is not None:
             self._keep(exchange, outcome)
         counts = self.counts

@@ -18,6 +18,7 @@ from rigctl.gateway.answer import AnswerReader
 from rigctl.gateway.bounds import PIPELINE_DEPTH, Waiting
 from rigctl.gateway.connections import Connections
 from rigctl.gateway.hold import Hold, Ticket
+from rigctl.gateway.judge import client_of
 from rigctl.gateway.upstream import EngineConnection
 
 Outcome = Literal["finished", "cut", "gone", "refused", "failed"]
@@ -36,6 +37,10 @@ class Door(Protocol):
     body_bytes: int
 
     def key_refused(self, headers: list[tuple[bytes, bytes]]) -> bool: ...
+
+    def judge(self, exchange: Exchange, status: int) -> bool: ...
+
+    def requeue(self, exchange: Exchange, message: str) -> None: ...
 
     def begin(self, exchange: Exchange) -> None: ...
 
@@ -66,11 +71,16 @@ class Exchange:
         "kept",
         "method",
         "outcome",
+        "probe",
+        "requeued",
+        "resend",
         "sent",
+        "status",
         "target",
         "ticket",
         "unwelcome",
         "version",
+        "who",
     )
 
     def __init__(self, app: AppConnection, method: bytes, target: bytes, version: str, headers: list[tuple[bytes, bytes]]) -> None:
@@ -94,6 +104,12 @@ class Exchange:
         agent = names.get(b"user-agent", b"").split(b" ", 1)[0]
         self.client = agent.decode("latin-1")[:60] or "unnamed"
         self.kept = Kept() if method == b"POST" and target.split(b"?", 1)[0].endswith(b"completions") else None
+        # the apps' judgement of a switch (gateway/judge.py): generation requests only
+        self.who = client_of(self.client, names.get(b"authorization", b"")) if self.kept is not None else ""
+        self.status: int | None = None  # its answer's, once its head is read
+        self.probe = False  # its client's first after a switch: its answer is withheld until its status is judged
+        self.resend: list[bytes] = []  # a probe's body as sent, to send again should the new server refuse it
+        self.requeued = False
 
     def feed(self, data: bytes) -> None:
         """Body bytes from the app: on to vLLM once forwarded, kept until then."""
@@ -105,6 +121,8 @@ class Exchange:
         engine = self.engine
         if engine is not None:
             engine.send(wire.chunk(data) if self.chunked else data)
+            if self.probe:
+                self.resend.append(data)
             return
         self.body.append(data)
         self.buffered += len(data)
@@ -124,6 +142,26 @@ class Exchange:
     def no_answer(self, why: str) -> None:
         """vLLM took the request and closed without a byte of answer: the app gets the 502."""
         self.app.door.upstream_failed(self, why)
+
+    def judge(self, status: int) -> bool:
+        """A probe's status line: True when its answer may go to the app."""
+        return self.app.door.judge(self, status)
+
+    def requeue(self, message: str = "") -> None:
+        """The new server refused this probe before generating anything: back into the hold, its
+        body as it was, to be sent to the restored profile (its answer never reached the app)."""
+        self.engine = None
+        self.answered = self.probe = False
+        self.status = None
+        self.body = deque(self.resend)
+        self.buffered = sum(len(part) for part in self.resend)
+        self.resend = []
+        if self.kept is not None:
+            self.kept.status, self.kept.answer = None, None
+        self.requeued = True
+        self.app.door.requeue(self, message)
+        if not self.done.done():
+            self.done.set_result(None)
 
     def end(self, outcome: Outcome) -> None:
         if self.outcome is not None:

@@ -27,6 +27,8 @@ class Ticket:
     arrived: float
     future: asyncio.Future[bool]
     released: float | None = None
+    who: str = ""  # the client (gateway/judge.py): after a switch, its first request is released alone
+    probe: bool = False  # released as its client's first: its answer's status line is read before the app gets a byte
 
 
 @dataclass
@@ -57,12 +59,23 @@ class Hold:
         """The held bodies' bytes passed the bound: the door reads no more of them until the release."""
         return self.kept_bytes > self.bounds.bytes
 
-    def enter(self, size: int) -> Ticket:
-        ticket = Ticket(size, self.clock(), asyncio.get_running_loop().create_future())
-        self.line.append(ticket)
+    def enter(self, size: int, who: str = "", again: bool = False) -> Ticket:
+        """A request joins the line; `again`: one the new server refused, back at the front (not
+        counted twice), to go to the restored profile first."""
+        ticket = Ticket(size, self.clock(), asyncio.get_running_loop().create_future(), who=who)
+        if again:
+            self.line.appendleft(ticket)
+        else:
+            self.line.append(ticket)
+            self.held += 1
         self.kept_bytes += size
-        self.held += 1
         return ticket
+
+    def release(self, ticket: Ticket, probe: bool = False) -> None:
+        """One request goes on while the hold stays (the apps judging a switch: gateway/judge.py)."""
+        ticket.released, ticket.probe = self.clock(), probe
+        if not ticket.future.done():
+            ticket.future.set_result(True)
 
     async def wait(self, ticket: Ticket) -> bool:
         """True once released to an engine; False when its deadline came first (the caller

@@ -5,6 +5,7 @@ the answer ends. Kept alive for the next request when vLLM keeps it so."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Literal, Protocol, cast
 from urllib.parse import urlsplit
@@ -46,6 +47,8 @@ class Exchange(Protocol):
 
     answered: bool
     keep_alive: bool
+    probe: bool
+    status: int | None
 
     @property
     def kept(self) -> Kept | None: ...
@@ -65,6 +68,10 @@ class Exchange(Protocol):
     def end(self, outcome: Literal["finished", "cut"]) -> None: ...
 
     def no_answer(self, why: str) -> None: ...
+
+    def judge(self, status: int) -> bool: ...
+
+    def requeue(self, message: str = "") -> None: ...
 
 
 class EngineConnection(asyncio.Protocol):
@@ -88,6 +95,9 @@ class EngineConnection(asyncio.Protocol):
         # door one assignment here): where the answer stands is looked at only when it is cut
         self._last = self._before = b""
         self.events = 0  # of a streamed answer: its SSE events so far (`data:` lines), about one a token
+        # a probe's answer (gateway/judge.py), held back until its status line is judged
+        self.withheld: list[bytes] = []
+        self.verdict: str | None = None  # "go" or "refused", once judged
         self.first_byte = 0.0  # monotonic
         self.pending_cut: str | None = None  # cut at the end of the chunk under way
 
@@ -101,6 +111,7 @@ class EngineConnection(asyncio.Protocol):
         self.framed = self.head_done = self.streamed = self.chunked = False
         self._last = self._before = b""
         self.events, self.first_byte, self.pending_cut = 0, 0.0, None
+        self.withheld, self.verdict = [], None
         self.reading = self.pool.recording and exchange.kept is not None
         self.send(head)
 
@@ -112,6 +123,9 @@ class EngineConnection(asyncio.Protocol):
         exchange = self.exchange
         if exchange is None or self.parser is None:
             self.abort()  # bytes nobody asked for: the connection is not to be trusted
+            return
+        if exchange.probe:
+            self._probe_data(exchange, data)
             return
         if not exchange.answered:
             exchange.answered, self.first_byte = True, time.monotonic()
@@ -128,6 +142,36 @@ class EngineConnection(asyncio.Protocol):
         if self.pending_cut is not None and self.exchange is exchange and self._ends_cleanly():
             self._end_with_error(self.pending_cut)
 
+    def _probe_data(self, exchange: Exchange, data: bytes) -> None:
+        """A probe's bytes, held back until its status line is judged: then either the app gets
+        them all and the rest as it comes, or the request goes back to the hold (refused)."""
+        assert self.parser is not None
+        self.withheld.append(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.verdict = self.verdict or "go"  # not an answer to judge: passed on as it was
+        if self.verdict == "refused":
+            body = b"".join(self.withheld).partition(b"\r\n\r\n")[2]
+            self.exchange = None
+            self.abort()  # vLLM's error answer is dropped with its connection
+            exchange.requeue(_error_message(body))
+        elif self.verdict == "go":
+            self.unprobe(exchange)
+
+    def unprobe(self, exchange: Exchange | None = None) -> None:
+        """The app gets what was held back of its answer, and the rest as it comes."""
+        exchange = exchange or self.exchange
+        if exchange is None:
+            return
+        exchange.probe = False
+        if self.withheld:
+            exchange.answered, self.first_byte = True, time.monotonic()
+            data, self.withheld = b"".join(self.withheld), []
+            exchange.app.write(data)
+            self._before, self._last = self._last, data
+            self.events += data.count(b"data:")
+
     def on_header(self, name: bytes, value: bytes) -> None:
         lower = name.lower()
         if lower in (b"content-length", b"transfer-encoding"):
@@ -140,6 +184,9 @@ class EngineConnection(asyncio.Protocol):
         assert self.parser is not None and self.exchange is not None
         self.head_done = True
         self.reusable = self.parser.should_keep_alive()
+        self.exchange.status = self.parser.get_status_code()
+        if self.exchange.probe:
+            self.verdict = "go" if self.exchange.judge(self.exchange.status) else "refused"
         kept = self.exchange.kept
         if self.reading and kept is not None:
             kept.status = self.parser.get_status_code()
@@ -154,8 +201,8 @@ class EngineConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         exchange = self.exchange
-        if exchange is None:
-            return
+        if exchange is None or self.verdict == "refused":
+            return  # a refused probe's answer is never the app's: it goes back to the hold
         self.exchange = None
         self.parser = None
         if exchange.app.writing_paused and self.transport is not None:
@@ -291,6 +338,19 @@ class EnginePool:
         for conn in list(self.open):
             conn.abort()
         self.idle.clear()
+
+
+def _error_message(body: bytes) -> str:
+    """The message of an error answer in vLLM's shape (or FastAPI's `detail`), when it is whole."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    error = data.get("error")
+    message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else data.get("detail")
+    return str(message)[:200] if message else ""
 
 
 def split_upstream(url: str) -> tuple[tuple[str, int], bytes]:

@@ -7,6 +7,7 @@ Shipped profiles are never edited in place.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,9 @@ def new_profile(
     return path, _commit(store, path, text, tables, rig)
 
 
+PROFILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+
+
 def import_profile(
     store: ProfileStore,
     name: str,
@@ -179,8 +183,9 @@ def import_profile(
 ) -> tuple[Path, Path | None, list[Diagnostic]]:
     """Write an imported profile (validated first, as every edit) and, where the launch had
     secrets, the 0600 env file it names. Nothing is left behind when validation refuses it."""
-    if "/" in name or not name or name.startswith((".", "-")):
-        raise BadInputError(f"{name!r} is not a profile name (letters, digits, - and _)")
+    if not PROFILE_NAME.fullmatch(name):
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        raise BadInputError(f"{shown!r} is not a profile name (1 to 64 letters, digits, -, _ and ., not first - or .)")
     path = store.user / f"{name}.toml"
     if path.exists() and not replace:
         raise BadInputError(f"{path} already exists (--replace to write over it)")
@@ -193,8 +198,12 @@ def import_profile(
     store.user.mkdir(parents=True, exist_ok=True)
     previous = env_path.read_bytes() if env_path is not None and env_path.exists() else None
     if env_path is not None:
+        try:
+            lines = "".join(env_line(k, v) + "\n" for k, v in imported.secrets.items())
+        except ValueError as exc:  # a line break in a secret: no env file line can carry it
+            raise BadInputError(f"{name}: {exc}") from None
         ensure_private_dir(env_path.parent)
-        write_text_atomic(env_path, "".join(env_line(k, v) + "\n" for k, v in imported.secrets.items()), mode=0o600)
+        write_text_atomic(env_path, lines, mode=0o600)
     try:
         return path, env_path, _commit(store, path, text, tables, rig)
     except BaseException:

@@ -58,6 +58,7 @@ class ImportSource:
     env: dict[str, str]
     origin: str  # "the command line", "process 4242", "unit vllm.service", "compose.yaml service vllm"
     how: str  # the rigctl command that imported it, for the file's header
+    notes: tuple[str, ...] = ()  # what reading it decided that the owner should know (the environment left out)
 
 
 @dataclass
@@ -71,6 +72,25 @@ class ImportedProfile:
 def engine_env(env: Mapping[str, str]) -> dict[str, str]:
     """The part of an environment vLLM's stack reads (rigctl's own markers left out)."""
     return {k: v for k, v in sorted(env.items()) if k.startswith(ENGINE_ENV_PREFIXES) and not k.startswith(OWN_ENV_PREFIX)}
+
+
+def left_out(env: Mapping[str, str], origin: str) -> tuple[str, ...]:
+    """A note naming what engine_env leaves out of `env` (PATH, HOME, LD_PRELOAD: a login's, not
+    vLLM's configuration; rigctl launches vLLM with its own)."""
+    dropped = sorted(k for k in env if k not in engine_env(env) and not k.startswith(OWN_ENV_PREFIX))
+    if not dropped:
+        return ()
+    shown = ", ".join(dropped[:6]) + (f" and {len(dropped) - 6} more" if len(dropped) > 6 else "")
+    return (f"env {shown} of {origin}: not kept (not what vLLM's stack reads; rigctl launches vLLM with its own)",)
+
+
+def checked_text(value: bytes, what: str) -> str:
+    """Bytes of a name or value as text: non-UTF-8 is refused naming `what` (decoded with
+    replacement, a secret would be silently another secret)."""
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        raise BadInputError(f"{what} is not UTF-8 text: rigctl cannot carry it into a profile") from None
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -143,13 +163,22 @@ def _expand(word: str, env: Mapping[str, str], where: str) -> str:
 
 def from_proc(cmdline: bytes, environ: bytes, pid: int, how: str) -> ImportSource:
     """/proc/PID/cmdline and environ, NUL-separated as the kernel gives them."""
-    argv = [w.decode(errors="replace") for w in cmdline.split(b"\0") if w]
-    env = dict(w.decode(errors="replace").partition("=")[::2] for w in environ.split(b"\0") if b"=" in w)
+    argv = [checked_text(w, f"process {pid}: a word of its command line") for w in cmdline.split(b"\0") if w]
+    env: dict[str, str] = {}
+    for item in environ.split(b"\0"):
+        name, eq, value = item.partition(b"=")
+        if not eq:
+            continue
+        key = checked_text(name, f"process {pid}: the name of an environment variable")
+        if key.startswith(ENGINE_ENV_PREFIXES):  # only what is kept must be text; the rest is left out
+            env[key] = checked_text(value, f"process {pid}: env {key}'s value")
+        else:
+            env[key] = ""
     if not argv:
         raise BadInputError(f"process {pid} has no command line (a kernel thread, or it has just exited)")
     if not is_vllm_launch(argv):
         raise BadInputError(f"process {pid} is not a vLLM server: {one_line(shlex.join(redact_argv(argv))[:200])}")
-    return ImportSource(tuple(argv), engine_env(env), f"process {pid}", how)
+    return ImportSource(tuple(argv), engine_env(env), f"process {pid}", how, left_out(env, f"process {pid}"))
 
 
 def from_unit(text: str, where: str, read_env: Any, how: str) -> ImportSource:
@@ -191,12 +220,59 @@ def from_unit(text: str, where: str, read_env: Any, how: str) -> ImportSource:
     words = shlex.split(exec_start.lstrip("-@+!:"))
     expanded = [_expand(w.replace("$$", "\0"), env, where).replace("\0", "$") for w in words]
     found = from_command_line(expanded, how)
-    return ImportSource(found.argv, {**env, **found.env}, where, how)
+    every = {**env, **found.env}
+    return ImportSource(found.argv, engine_env(every), where, how, left_out(every, where))
 
 
-def from_compose(document: Any, service: str, where: str, how: str) -> ImportSource:
+_COMPOSE_VAR = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def interpolate(value: Any, env: Mapping[str, str], where: str) -> Any:
+    """Every string of a compose document with its variables replaced as `docker compose config`
+    replaces them (`$$`, `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `${VAR:?error}`,
+    `${VAR?error}`, `${VAR:+alt}`, `${VAR+alt}`), from `env` (the shell's environment over the
+    file's .env). A variable with no value and no default is refused, naming it: compose would
+    put an empty string there (and a literal key or model name is never what was meant)."""
+    if isinstance(value, dict):
+        return {k: interpolate(v, env, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env, where) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1) or match.group(4)
+        op, arg = match.group(2), match.group(3) or ""
+        present = name in env
+        filled = present and env[name] != ""
+        if op in (":-", "-"):
+            use_default = not filled if op == ":-" else not present
+            return interpolate(arg, env, where) if use_default else env[name]
+        if op in (":?", "?"):
+            if (op == ":?" and not filled) or (op == "?" and not present):
+                why = arg or "it is not set"
+                raise BadInputError(f"{where}: ${{{name}}} is required: {why} (set it here, or in the .env beside the file)")
+            return env[name]
+        if op in (":+", "+"):
+            return interpolate(arg, env, where) if (filled if op == ":+" else present) else ""
+        if not present:
+            raise BadInputError(
+                f"{where}: ${{{name}}} is not set (in this shell or the .env beside the file): docker compose would put an "
+                f"empty string there; set it, or give a default (${{{name}:-value}})"
+            )
+        return env[name]
+
+    return _COMPOSE_VAR.sub(one, value)
+
+
+def from_compose(document: Any, service: str, where: str, how: str, variables: Mapping[str, str] | None = None) -> ImportSource:
     """A compose file's service: its `command` (list or string) after the image's entrypoint
-    (vllm/vllm-openai's is `vllm serve`), or its own `entrypoint`; `environment` as a map or a list."""
+    (vllm/vllm-openai's is `vllm serve`), or its own `entrypoint`; `environment` as a map or a list.
+    `variables`: what its `${VAR}` are interpolated from (None: nothing is, a `$` stays as written)."""
+    if variables is not None:
+        document = interpolate(document, variables, where)
     services = document.get("services") if isinstance(document, dict) else None
     if not isinstance(services, dict) or service not in services:
         names = ", ".join(sorted(services)) if isinstance(services, dict) else "none"
@@ -291,7 +367,16 @@ def build_profile(source: ImportSource, table: OptionTable, today: str) -> Impor
     vllm = tomlkit.table()
     rigctl_table = tomlkit.table()
     secrets: dict[str, str] = {}
-    imported = ImportedProfile("", secrets)
+    imported = ImportedProfile("", secrets, notes=list(source.notes))
+    env = tomlkit.table()
+    for key, setting in sorted(source.env.items()):
+        if is_secret_env(key):
+            secrets[key] = setting
+            imported.notes.append(f"env {key}: went to the env file, not into the profile")
+        elif key.startswith(OWN_ENV_PREFIX):
+            continue
+        else:
+            env[key] = _commented(setting, f"from {source.origin}")
     for flag, raw in read.flags.items():
         if flag in read.unknown or flag == "--model":
             continue
@@ -302,6 +387,9 @@ def build_profile(source: ImportSource, table: OptionTable, today: str) -> Impor
         written = f"{flag} {raw}".strip()
         if option.dest in SECRET_OPTION_ENV or is_secret_option(option.dest):
             name = SECRET_OPTION_ENV.get(option.dest, option.dest.upper())
+            if name in secrets and secrets[name] != raw:
+                # vLLM takes the flag over its environment twin: the served key is the flag's
+                imported.notes.append(f"{flag} and env {name} differ: vLLM used the flag's, and so does the profile")
             secrets[name] = raw
             imported.notes.append(f"{flag}: its value went to the env file as {name} (vLLM reads it there), not into the profile")
             continue
@@ -332,15 +420,6 @@ def build_profile(source: ImportSource, table: OptionTable, today: str) -> Impor
         imported.notes.append(
             "it ran vLLM's api_server module; rigctl starts `vllm serve`, the same server (its command line is kept)"
         )
-    env = tomlkit.table()
-    for key, value in sorted(source.env.items()):
-        if is_secret_env(key):
-            secrets[key] = value
-            imported.notes.append(f"env {key}: went to the env file, not into the profile")
-        elif key.startswith(OWN_ENV_PREFIX):
-            continue
-        else:
-            env[key] = _commented(value, f"from {source.origin}")
     if secrets:
         rigctl_table["env_file"] = _commented("", "filled in when written: the 0600 file holding the secrets")
     doc.add(tomlkit.nl())

@@ -21,6 +21,7 @@ from rigctl.profiles.importing import is_vllm_launch
 from rigctl.redact import redact_argv
 from rigctl.serve.context import ServeContext
 from rigctl.serve.lock import RigLock
+from rigctl.state.journal import Ending, append_ending
 from rigctl.state.statefiles import ActiveState, ServerRecord, read_record_once, write_record, write_state
 from rigctl.vllm.argv import read_serve_argv
 from rigctl.vllm.options import OptionTable
@@ -127,8 +128,10 @@ def _log_path(pid: int) -> str:
     return target if target.startswith("/") and Path(target).is_file() else ""
 
 
-def adopt(ctx: ServeContext, profile: str, found: Found, table: OptionTable) -> ServerRecord:
-    """Record `found` as serving `profile` (which the caller has made sure exists)."""
+def adoption_record(ctx: ServeContext, profile: str, found: Found, table: OptionTable) -> ServerRecord:
+    """The record `found` would get as serving `profile`, every refusal of adopt() checked and
+    nothing written: the CLI asks this before it imports a profile for the process, so a refused
+    adoption leaves no file behind."""
     if ctx.launcher.name != "process":
         raise RigctlError(
             f"[server] launcher is {ctx.launcher.name}: rigctl stops what it serves through it; adopt takes a process"
@@ -136,38 +139,51 @@ def adopt(ctx: ServeContext, profile: str, found: Found, table: OptionTable) -> 
     problem = adoption_problem(found.pid)
     if problem:
         raise RigctlError(problem)
+    current = read_record_once().record
+    if current is not None and ctx.launcher.alive(current):
+        raise RigctlError(f"rigctl already serves {current.profile} (pid {current.pid}): stop it first, or switch")
+    read = read_serve_argv(found.argv, table)
+    host = read.flags.get("--host") or "0.0.0.0"
+    port_text = read.flags.get("--port") or str(DEFAULT_PORT)
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise RigctlError(f"process {found.pid}: --port {port_text[:20]!r} is not a port")
+    port = int(port_text)
+    names = tuple((read.flags.get("--served-model-name") or read.model or "").split()) or (read.model or "",)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    url = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+    with EngineClient(url, None, timeout=10) as client:  # rigctl's own client: no httpx (and its rich) in the core
+        probe = client.probe()
+    if not probe.reachable:
+        raise RigctlError(f"process {found.pid} does not answer on {url}: {probe.error or 'no answer'}")
+    if not probe.healthy:
+        raise RigctlError(f"process {found.pid} answers {url}/health with HTTP {probe.status}: not ready to adopt")
+    return ServerRecord(
+        launcher=ctx.launcher.name,
+        profile=profile,
+        started=start_time(found.pid) or time.time(),
+        log_path=_log_path(found.pid),
+        host=host,
+        port=port,
+        served_names=names,
+        argv=tuple(redact_argv(found.argv)),
+        pid=found.pid,
+        create_time=start_time(found.pid),
+        start_id=start_id(found.pid),
+    )
+
+
+def adopt(ctx: ServeContext, profile: str, found: Found, table: OptionTable) -> ServerRecord:
+    """Record `found` as serving `profile` (which the caller has made sure exists), under the rig
+    lock, checked again there; the adoption is a journal line."""
+    began = time.time()
     with RigLock(f"adopt {found.pid} as {profile}", ctx.settings.lock_wait):
-        current = read_record_once().record
-        if current is not None and ctx.launcher.alive(current):
-            raise RigctlError(f"rigctl already serves {current.profile} (pid {current.pid}): stop it first, or switch")
-        read = read_serve_argv(found.argv, table)
-        host = read.flags.get("--host") or "0.0.0.0"
-        port_text = read.flags.get("--port") or str(DEFAULT_PORT)
-        if not port_text.isdigit():
-            raise RigctlError(f"process {found.pid}: --port {port_text!r} is not a port")
-        port = int(port_text)
-        names = tuple((read.flags.get("--served-model-name") or read.model or "").split()) or (read.model or "",)
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        url = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
-        with EngineClient(url, None, timeout=10) as client:  # rigctl's own client: no httpx (and its rich) in the core
-            probe = client.probe()
-        if not probe.reachable:
-            raise RigctlError(f"process {found.pid} does not answer on {url}: {probe.error or 'no answer'}")
-        if not probe.healthy:
-            raise RigctlError(f"process {found.pid} answers {url}/health with HTTP {probe.status}: not ready to adopt")
-        record = ServerRecord(
-            launcher=ctx.launcher.name,
-            profile=profile,
-            started=start_time(found.pid) or time.time(),
-            log_path=_log_path(found.pid),
-            host=host,
-            port=port,
-            served_names=names,
-            argv=tuple(redact_argv(found.argv)),
-            pid=found.pid,
-            create_time=start_time(found.pid),
-            start_id=start_id(found.pid),
-        )
+        record = adoption_record(ctx, profile, found, table)
         write_record(record)
         write_state(ActiveState(profile, profile, "serving", time.time(), detail=f"adopted pid {found.pid}"))
-        return record
+    try:
+        append_ending(
+            Ending(when=time.time(), action="adopt", status="switched", target=profile, seconds=round(time.time() - began, 3))
+        )
+    except OSError as exc:
+        ctx.say("warning", f"the switch journal could not be written ({exc.strerror or exc}): the exporter's counts lag")
+    return record

@@ -7,14 +7,19 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from rigctl.errors import StopFailed
 from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.gateway.control import ControlError, DoorClient
+from rigctl.gateway.judge import describe_refusals
 from rigctl.serve import front_door
+from rigctl.serve.bootwatch import BootResult
 from rigctl.serve.context import ServeContext
 from rigctl.serve.drain import Drained, in_flight
 from rigctl.serve.drain import drain as drain_requests
 from rigctl.serve.launchers import Launcher
+from rigctl.serve.steps import stop_server
 from rigctl.state.statefiles import ServerRecord
+from rigctl.vllm.bootlog import Failure
 
 
 class DoorHold:
@@ -47,6 +52,50 @@ class DoorHold:
         if self.client is None:
             return 0
         return front_door.cut(self.client, f"cut by {self.action} (--no-drain)", lambda text: None)
+
+    def judged_by_the_apps(self, ctx: ServeContext, attempt: BootResult) -> BootResult:
+        """The new server verified, the apps' own first answers judge it ([verify] apps_s; the
+        door's gateway/judge.py): a status their client never got before fails the boot as a
+        failed verification does. The new server's answers to the clients it served as before run
+        to their end (the drain's deadline), then it stops, and the switch rolls back; the refused
+        requests wait in the hold for the restored profile."""
+        client, record, window = self.client, attempt.record, ctx.settings.verify_apps_s
+        if client is None or record is None or window <= 0:
+            return attempt
+        target = attempt.profile
+        ctx.say("phase", f"the apps judge {target}: each client's first request goes alone (up to {window:g} s)", target)
+        try:
+            judged = client.judged_release(window)
+        except ControlError as exc:
+            ctx.say("warning", f"the front door could not let the apps judge the switch ({exc})", target)
+            return attempt
+        if judged is None:
+            ctx.say("phase", "no app has been answered through the front door yet: nothing to judge by", target)
+            return attempt
+        if not judged.refused:
+            unanswered = f"; {len(judged.unanswered)} sent nothing within {window:g} s" if judged.unanswered else ""
+            ctx.say("phase", f"the apps judged it: {len(judged.accepted)} client(s) answered as before{unanswered}", target)
+            return attempt
+        summary = describe_refusals(list(judged.refused))
+        try:
+            left = client.wait(ctx.settings.drain_timeout)  # what the new server answers as before ends first
+            if left:
+                front_door.cut(
+                    client, f"cut by {self.action}: the apps' requests were refused, the switch rolls back", lambda t: None
+                )
+        except ControlError:
+            pass
+        try:
+            stop_server(ctx, record, ctx.launcher)
+        except StopFailed as exc:
+            ctx.say("warning", f"{target} could not be stopped after the apps refused it: {exc}", target)
+        failure = Failure(
+            "apps",
+            summary,
+            "",
+            "the change is meant (a key rotation, a new served name, a shorter context)? switch with --apps-may-change",
+        )
+        return dataclasses.replace(attempt, ok=False, failure=failure)
 
     def release(self, ctx: ServeContext, target: str) -> AppsSeen | None:
         client, self.client = self.client, None

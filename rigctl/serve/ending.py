@@ -19,6 +19,7 @@ def ending_of(
     drained: Drained | None,
     verification: Verification | None,
     apps: AppsSeen | None = None,
+    apps_refused: str | None = None,
 ) -> Ending:
     """The ending of an action that began at `began`, with what its drain and verification found."""
     checked = verification is not None and not verification.skipped
@@ -40,4 +41,5 @@ def ending_of(
         refused=apps.refused if apps is not None else None,
         verified=verification.ok if checked and verification is not None else None,
         verify_failed=f"{failure.name}: {failure.detail}" if failure is not None else None,
+        apps_refused=apps_refused,
     )

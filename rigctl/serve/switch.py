@@ -106,6 +106,7 @@ class SwitchOptions:
     fallback: Prepared | None = None
     drain: float | None = None
     verify: bool = True
+    apps_judge: bool = True  # the apps' first answers through the door judge it (False: --apps-may-change)
 
 
 def refusal_before_stop(ctx: ServeContext, prepared: Prepared, options: SwitchOptions) -> str | None:
@@ -196,7 +197,7 @@ def _switch(
         try:  # from the state's write on: a Ctrl-C landing just after it must not leave it saying "switching"
             if not _state(ctx, "switching", None, last_good, f"switching to {target}", target, os.getpid()):
                 return _refused(ctx, target, "the state file cannot be written", record.profile if record else None), drained
-            return _transaction(ctx, prepared, running, last_good, options), drained
+            return _transaction(ctx, prepared, running, last_good, options, door), drained
         except KeyboardInterrupt:
             return _left(ctx, target, last_good, began), drained
         except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the state left honest
@@ -209,8 +210,10 @@ def _switch(
 def _journal(ctx: ServeContext, action: Action, outcome: SwitchOutcome, drained: Drained | None, began: float) -> None:
     """Add the ending to the journal; a journal that cannot be written is said, never raised."""
     verification = outcome.attempt.verification if outcome.attempt else None
+    failure = outcome.attempt.failure if outcome.attempt else None
+    refused = failure.summary if failure is not None and failure.cause == "apps" else None
     try:
-        append_ending(ending_of(action, outcome.status, outcome.target, began, drained, verification, outcome.apps))
+        append_ending(ending_of(action, outcome.status, outcome.target, began, drained, verification, outcome.apps, refused))
     except OSError as exc:
         ctx.say("warning", f"the switch journal could not be written ({exc.strerror or exc}): the exporter's counts lag")
 
@@ -224,7 +227,12 @@ def _serving_name() -> str | None:
 
 
 def _transaction(
-    ctx: ServeContext, prepared: Prepared, running: RunningServer, last_good: str | None, options: SwitchOptions
+    ctx: ServeContext,
+    prepared: Prepared,
+    running: RunningServer,
+    last_good: str | None,
+    options: SwitchOptions,
+    door: DoorHold | None = None,
 ) -> SwitchOutcome:
     profile, spec = prepared.profile, prepared.spec
     target = profile.name
@@ -242,6 +250,8 @@ def _transaction(
         attempt = not_started(target, Failure("interrupted", "interrupted by Ctrl-C before it started", ""))
     else:
         attempt = boot(ctx, profile, spec, boot_timeout(ctx, profile, options.timeout), prepared.verify if options.verify else None)
+    if attempt.ok and door is not None and options.verify and options.apps_judge:
+        attempt = door.judged_by_the_apps(ctx, attempt)
     if attempt.ok:
         verified = f"; {attempt.verification.summary()}" if attempt.verification else ""
         message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt) + verified

@@ -17,7 +17,8 @@ from rigctl.atomic import write_text_atomic
 from rigctl.gateway.apps_seen import AppsSeen
 
 SwitchStatus = Literal["switched", "rolled_back", "rollback_failed", "failed", "refused", "stopped", "interrupted"]
-Action = Literal["switch", "bench", "stop"]  # bench: an arm of `rigctl bench` (its switches roll back to its control)
+# bench: an arm of `rigctl bench` (its switches roll back to its control); adopt: a vLLM rigctl did not start, taken over
+Action = Literal["switch", "bench", "stop", "adopt"]
 JOURNAL_LIMIT = 2 * 1024 * 1024  # ~8,000 endings; at twice this the older half goes
 
 
@@ -37,6 +38,7 @@ class Ending:
     verified: bool | None = None  # the new boot's verification passed (None: not verified, or no boot)
     verify_failed: str | None = None  # the check that failed, as the verification said it
     began: float | None = None  # an interrupted action's start, as its state said it (one ending each)
+    apps_refused: str | None = None  # the apps' own first answers refused the new server: how (gateway/judge.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

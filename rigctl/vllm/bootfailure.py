@@ -32,7 +32,7 @@ LogCause = Literal[
 ]
 # what rigctl itself saw go wrong around a boot, where no log line says why
 OwnCause = Literal[
-    "killed", "exited", "interrupted", "unauthorized", "timeout", "launch", "state", "internal", "verify", "disk_full"
+    "killed", "exited", "interrupted", "unauthorized", "timeout", "launch", "state", "internal", "verify", "disk_full", "apps"
 ]
 Cause = LogCause | OwnCause
 

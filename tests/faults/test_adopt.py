@@ -6,6 +6,8 @@ nothing is written."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 import time
@@ -73,10 +75,24 @@ def test_a_server_started_by_hand_is_taken_over_and_the_next_switch_stops_it(rig
     rig.check_invariants()
 
 
-def test_a_second_adopt_while_rigctl_serves_is_refused(rig: Rig, by_hand: subprocess.Popen[str]) -> None:
+def test_a_second_adopt_while_rigctl_serves_is_refused_and_writes_nothing(rig: Rig, by_hand: subprocess.Popen[str]) -> None:
     assert rig.rigctl("adopt", "mine", "--pid", str(by_hand.pid)).returncode == 0
+    endings = json.loads(rig.rigctl("history", "--switches", "--json").stdout)
+    assert [(e["action"], e["status"], e["target"]) for e in endings] == [("adopt", "switched", "mine")]  # an adoption is a line
     again = rig.rigctl("adopt", "other", "--pid", str(by_hand.pid))
     assert again.returncode != 0 and "rigctl already serves mine" in again.stderr, again.stderr
+    assert not (rig.profiles / "other.toml").exists()  # refused: no profile imported for it
+
+
+def test_a_server_that_does_not_answer_is_refused_and_nothing_is_written(rig: Rig, by_hand: subprocess.Popen[str]) -> None:
+    by_hand.send_signal(signal.SIGSTOP)  # alive, its port taken, never answering
+    try:
+        refused = rig.rigctl("adopt", "mine", "--pid", str(by_hand.pid))
+    finally:
+        by_hand.send_signal(signal.SIGCONT)
+    assert refused.returncode != 0 and f"process {by_hand.pid} does not answer" in refused.stderr, refused.stderr
+    assert not (rig.profiles / "mine.toml").exists() and not (rig.state_dir / "server.json").exists()
+    assert not (rig.config_dir / "secrets").exists()
 
 
 def test_a_server_in_another_programs_process_group_is_refused_and_nothing_is_written(rig: Rig, tmp_path: Path) -> None:
