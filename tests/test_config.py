@@ -50,7 +50,7 @@ def test_defaults_then_file_then_env_each_with_its_source() -> None:
         ('[rigs.box2]\nssh = "-oProxyCommand=x"\n', ":1: rigs.box2.ssh: must be the destination ssh takes"),
         (
             '[rigs.box2]\nssh = "me@box2"\nport = 22\n',
-            ":1: rigs.box2.port: not a setting (in [rigs.box2]: ssh, rigctl, ssh_options)",
+            ":1: rigs.box2.port: not a setting (in [rigs.box2]: ssh, rigctl, ssh_options, url, api_key_env)",
         ),
         ('[rigs.box2]\nssh = "me@box2"\nssh_options = "-p 2222"\n', "rigs.box2.ssh_options: must be a list of ssh arguments"),
         ('[rigs]\nbox2 = "me@box2"\n', ":2: rigs.box2: must be a table"),

@@ -36,7 +36,8 @@ def rows(settings: Settings) -> list[SettingRow]:
             )
         )
     for rig in settings.rigs:  # [rigs.NAME]: one row per key, as the file has them
-        for key, value in (("ssh", rig.ssh), ("rigctl", rig.rigctl), ("ssh_options", list(rig.ssh_options))):
+        keys = (("ssh", rig.ssh), ("rigctl", rig.rigctl), ("ssh_options", list(rig.ssh_options)), ("url", rig.url))
+        for key, value in (*keys, ("api_key_env", rig.api_key_env)):
             out.append(SettingRow(setting=f"rigs.{rig.name}.{key}", value=value, source=settings.sources[f"rigs.{rig.name}"]))
     return out
 

@@ -135,6 +135,8 @@ def _rig(args: argparse.Namespace, budget_known: bool) -> RigInfo:
 
 
 def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
+    from rigctl.vllm.memory import CUDA_CONTEXT, draft_own_layers
+
     dims, weights, rig, inputs, found = answer.dims, answer.weights, answer.rig, answer.inputs, answer.layouts
     advice, measured, fix = answer.advice, answer.measured, answer.correction
     own = answer.own if answer.question.profile else None
@@ -160,12 +162,11 @@ def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
         + f" ({weights.source})"
     )
     if weights.mtp_bytes and inputs.flags.mtp_tokens:
-        shared = 2 * dims.vocab * dims.hidden * 2  # embedding and LM head, bf16
+        own_layers = draft_own_layers(dims, 1)
         print(
-            f"  MTP head: {fmt.gib(weights.mtp_bytes, 2)}, its decoder layer(s) and 2h->h projection, unquantised; vLLM gives "
-            "an MTP draft the target's embedding and LM head"
-            f" (the {fmt.gib(shared, 1)} of its own vocab x hidden layers are never kept)"
-            ": rigctl/vllm/memory.py"
+            f"  MTP head: {fmt.gib(weights.mtp_bytes, 2)} resident, its decoder layer(s) and 2h->h projection, unquantised; "
+            f"while it loads, the draft also holds its own embedding and LM head ({fmt.gib(own_layers, 2)} over the TP "
+            "ranks), then takes the target's: each layout's load peak counts them (rigctl/vllm/memory.py)"
         )
     offload = answer.offload()
     if offload is not None:
@@ -224,6 +225,13 @@ def _print(args: argparse.Namespace, answer: FitAnswer) -> None:
             + (f" {b.correction:+.2f} correction" if b.correction else "")
             + f" = {b.available / 2**30:.2f} GiB"
         )
+        if b.draft_own:
+            print(
+                f"load peak per GPU ({shown.name}): {b.weights / 2**30:.2f} weights + {b.mtp_head / 2**30:.2f} MTP head"
+                f" + {b.draft_own / 2**30:.2f} draft's own embedding and LM head + {b.non_torch / 2**30:.2f} non-torch"
+                f" + {CUDA_CONTEXT:.2f} CUDA context = {b.load_peak / 2**30:.2f} of {b.total / 2**30:.2f} GiB: "
+                f"{b.load_margin() / 2**30:.2f} GiB to spare"
+            )
     print(f"correction: {fix.describe()}")
     if shown is not None and shown.pool is not None and shown.pool.shape.linear_layers:
         p = shown.pool

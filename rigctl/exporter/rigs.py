@@ -118,5 +118,5 @@ def rigs_view(settings: Settings) -> RigsView:
         row = by_name.get(remote.name)
         if row is None:
             row = by_name[remote.name] = RigRow(remote.name, in_prometheus=False)
-        row.ssh = remote.ssh
+        row.ssh = remote.ssh or None
     return RigsView([by_name[name] for name in sorted(by_name)], problem)

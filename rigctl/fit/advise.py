@@ -14,7 +14,7 @@ from typing import Any
 from rigctl.units import GIB
 from rigctl.vllm.flags import ServeFlags
 from rigctl.vllm.kvpool import Pool, logged_range, pool
-from rigctl.vllm.memory import WorkerBudget, model_max_len, plan_worker
+from rigctl.vllm.memory import CUDA_CONTEXT, SAFETY, WorkerBudget, model_max_len, plan_worker
 from rigctl.vllm.model import ModelDims
 from rigctl.vllm.weights import Weights
 
@@ -98,13 +98,42 @@ class Layout:
                 "gpu_total": round(b.total / GIB, 2),
                 "requested": round(b.requested / GIB, 2),
                 "weights_per_rank": round(b.weights / GIB, 2),
-                "mtp_head": round(b.mtp_head / GIB, 2),
+                "mtp_head": round(b.mtp_head / GIB, 2),  # resident: what the pool pays for
                 "activation": round(b.activation / GIB, 2),
                 "non_torch": round(b.non_torch / GIB, 2),
                 "cuda_graphs": round(b.graphs / GIB, 2),
                 "correction": round(b.correction, 2),
             }
+            out["load_peak_gib"] = load_peak_json(b)
         return out
+
+
+def load_peak_json(b: WorkerBudget) -> dict[str, float]:
+    """The rank's peak while its weights (and MTP draft) load, against the card."""
+    return {
+        "weights_per_rank": round(b.weights / GIB, 2),
+        "mtp_head": round(b.mtp_head / GIB, 2),
+        "draft_embedding_and_lm_head": round(b.draft_own / GIB, 2),
+        "non_torch": round(b.non_torch / GIB, 2),
+        "cuda_context": CUDA_CONTEXT,
+        "peak": round(b.load_peak / GIB, 2),
+        "gpu_total": round(b.total / GIB, 2),
+        "margin": round(b.load_margin() / GIB, 2),
+    }
+
+
+def load_problem(b: WorkerBudget) -> str | None:
+    """Why the rank runs out of memory while it loads, or None. Only a draft's own layers make
+    the peak above what the budget already holds to the requested fraction."""
+    if b.loads_on():
+        return None
+    draft = f" + {b.draft_own / GIB:.2f} the MTP draft's own embedding and LM head" if b.draft_own else ""
+    return (
+        f"runs out of memory loading: {b.weights / GIB:.2f} weights + {b.mtp_head / GIB:.2f} MTP head{draft} + "
+        f"{b.non_torch / GIB:.2f} non-torch + {CUDA_CONTEXT:.2f} CUDA context = {b.load_peak / GIB:.2f} of the "
+        f"{b.total / GIB:.2f} GiB card, {b.load_margin() / GIB:.2f} GiB left (under the {SAFETY:.2f} margin)"
+        + ("; vLLM loads the draft whole before it gives it the target's embedding and LM head" if b.draft_own else "")
+    )
 
 
 def candidates(gpus: int) -> list[tuple[int, int]]:
@@ -161,14 +190,15 @@ def evaluate(inputs: FitInputs, tp: int, dp: int) -> Layout:
         low, high = logged_range(inputs.available_kv_bytes / GIB)
         span = (pool(shape, low, inputs.length).tokens, pool(shape, high - 1, inputs.length).tokens)
     tiers = {n: min(result.max_len_for(n), inputs.model.max_position or 10**9) for n in TIERS}
-    why_not = None
-    if not result.fits_one_request:
+    # the pool it would have: a load that runs out of memory still says what it loaded for
+    why_not = load_problem(budget) if budget is not None else None
+    if why_not is None and not result.fits_one_request:
         why_not = (
             f"one {inputs.length:,}-token request needs {result.blocks_per_request:,} blocks and the pool has "
             f"{result.num_blocks:,}: vLLM refuses to start (the largest max_model_len that fits is "
             f"{tiers[1]:,})"
         )
-    elif result.mamba_blocks is not None and seqs > result.mamba_blocks:
+    elif why_not is None and result.mamba_blocks is not None and seqs > result.mamba_blocks:
         why_not = (
             f"max_num_seqs ({seqs}) exceeds the {result.mamba_blocks} blocks the GDN state can use: vLLM "
             f"refuses to start (lower max_num_seqs to {result.mamba_blocks} or less)"
@@ -212,6 +242,7 @@ def state_limited(layout: Layout) -> bool:
     p = layout.pool
     return (
         not layout.fits
+        and (layout.budget is None or layout.budget.loads_on())
         and p is not None
         and p.fits_one_request
         and p.mamba_blocks is not None
@@ -245,11 +276,16 @@ def recommend(inputs: FitInputs, found: list[Layout]) -> Recommendation | None:
     if single is None:
         smallest = min((lay for lay in fitting.values() if lay.dp == 1), key=lambda lay: lay.tp, default=None)
         pick = smallest or max(fitting.values(), key=lambda lay: lay.slots)
-        one = next((lay for lay in found if (lay.tp, lay.dp) == (1, 1)), None)
+        # the replicas the split is weighed against (TP1/DP2 on two GPUs: each has less of its card
+        # than a lone TP1/DP1, the DP coordinator's memory), else one GPU alone
+        one = next((lay for lay in found if (lay.tp, lay.dp) == (1, full)), None) or next(
+            (lay for lay in found if (lay.tp, lay.dp) == (1, 1)), None
+        )
         if one is not None and one.budget is not None and one.budget.loads and one.pool is not None:
+            holder = "one GPU" if one.dp == 1 else f"a replica ({one.name})"
             return because(
                 pick,
-                f"{takes}: one GPU holds the weights but not one {inputs.length:,}-token request "
+                f"{takes}: {holder} holds the weights but not one {inputs.length:,}-token request "
                 f"(max_model_len {one.tiers.get(1, 0):,} would fit); {_figures(pick)} (predicted)",
             )
         return because(pick, f"{takes}: it does not fit one GPU; {_figures(pick)} (predicted)")

@@ -23,6 +23,7 @@ from rigctl.profiles.vllm_args import LaunchSpec, launch
 from rigctl.severity import Severity
 from rigctl.units import GIB
 from rigctl.vllm.flags import ServeFlags, flags_from_argv
+from rigctl.vllm.memory import CUDA_CONTEXT, SAFETY
 from rigctl.vllm.model import load_dims, shipped_config
 from rigctl.vllm.options import OptionTable
 
@@ -132,7 +133,21 @@ def check(flags: ServeFlags, gpu_totals: tuple[int, ...]) -> list[FitFinding]:
             )
         ]
     layout = evaluate(inputs, flags.tensor_parallel_size, flags.data_parallel_size)
-    if not layout.fits and layout.pool is not None:
+    draft = layout.budget.draft_own if layout.budget is not None else 0.0
+    if not layout.fits and layout.budget is not None and draft and not layout.budget.loads_on():
+        # the MTP draft's peak at load: an error only when it is over the card without the
+        # estimated CUDA context and margin; within them it may load
+        over = layout.budget.load_margin() + (CUDA_CONTEXT + SAFETY) * GIB < 0
+        findings.append(
+            FitFinding(
+                "error" if over else "warning",
+                "speculative_config",
+                f"{layout.why_not} (predicted from {source}"
+                + ("" if over else ", within the estimate of the CUDA context: it may load")
+                + "; rigctl fit shows the figures)",
+            )
+        )
+    elif not layout.fits and layout.pool is not None:
         exact = inputs.available_kv_bytes is not None
         generous = _with_more_budget(inputs, layout)
         if exact or (generous is not None and not generous.fits):

@@ -76,7 +76,7 @@ def prepare(ctx: ServeContext, name: str) -> Prepared:
     if checked.errors or checked.launch is None:
         raise ProfileError(checked.errors)
     for warning in checked.diagnostics:
-        ctx.say("warning", str(warning), profile.name)
+        ctx.say("warning", warning.text(kind=False), profile.name)  # the event is the warning: said once
     said += [d.text(kind=False) for d in checked.diagnostics]
     return Prepared(checked, checked.launch, spec_for(ctx.settings, profile), tuple(said))
 

@@ -37,6 +37,8 @@ def context_refusal(prompt: int, max_tokens: int, max_model_len: int) -> str:
 
 class SimServer(ThreadingHTTPServer):
     daemon_threads = True
+    # uvicorn's backlog (its --backlog default): socketserver's 5 reset a burst of 32 to 64 streams
+    request_queue_size = 2048
     engine: EngineSim
     log: VllmLog
     served_names: list[str]

@@ -3,7 +3,7 @@ predicts with), and what the simulator adds - the free memory it finds at start,
 vLLM's refusals a plan runs into:
 
     foreign_vram   less is free than total x gpu_memory_utilization (vLLM's start-up check)
-    oom_load       the weights do not load
+    oom_load       the weights (with an MTP draft's own embedding and LM head) do not load
     no_kv_memory   nothing is left for KV
     max_model_len  one full-length request does not fit the pool
     max_num_seqs   more sequences than the blocks the GDN state may use (hybrid models)
@@ -19,7 +19,7 @@ from typing import Literal
 from rigctl.sim.models import ModelSpec
 from rigctl.units import GIB
 from rigctl.vllm.flags import ServeFlags
-from rigctl.vllm.memory import plan_worker
+from rigctl.vllm.memory import CUDA_CONTEXT, SAFETY, draft_own_layers, plan_worker
 from rigctl.vllm.weights import estimate, quant_family
 
 Failure = Literal["foreign_vram", "oom_load", "no_kv_memory", "max_model_len", "max_num_seqs"]
@@ -82,7 +82,11 @@ def plan(model: ModelSpec, cfg: ServeFlags, total: int, free: int) -> MemoryPlan
     )
     if free < plan0.budget and cfg.kv_cache_memory_bytes is None:
         return replace(plan0, failure="foreign_vram")
-    if plan0.weights + plan0.mtp_head > free - 0.5 * GIB:
+    # the load's peak (the MTP draft holds its own embedding and LM head until it takes the
+    # target's) against what the card had free: vLLM's limit there is the card, not the fraction
+    draft = draft_own_layers(dims, cfg.tensor_parallel_size) if cfg.mtp_tokens else 0.0
+    peak = budget.load_peak if budget else plan0.weights + plan0.mtp_head + draft + CUDA_CONTEXT * GIB
+    if free - peak < SAFETY * GIB:
         return replace(plan0, failure="oom_load")
     if worker.available <= 0:
         return replace(plan0, failure="no_kv_memory", kv_tokens=0, concurrency=0.0)

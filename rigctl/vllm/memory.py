@@ -21,6 +21,20 @@ loading therefore hold only the draft's decoder layer and its 2h -> h projection
 Qwen3.6-27B 0.79 GiB (0.40 GiB a rank at TP2). The "close to 4 GB" an owner measured on 2x4090 is
 the head's own embedding and output layers (2 x 248,320 x 5,120 x bf16 = 4.7 GiB), which a sharing
 vLLM never keeps; the owners' TP2+MTP pool (350,518 tokens) is reproduced with 0.79 GiB, not 4.
+
+The draft's peak at load. Both figures hold, at different moments. The proposer's `load_model`
+(vllm/v1/spec_decode/llm_base_proposer.py in 0.32, eagle.py before it) first builds and loads the
+draft whole with `get_model` - `Qwen3_5MultiTokenPredictor` allocates its own vocab-parallel
+`embed_tokens` and the MTP model its own `ParallelLMHead` (one tensor when the embeddings are tied),
+vocab x hidden each in the model's dtype, split by TP - and only then (`_maybe_share_embeddings`,
+`_maybe_share_lm_head`) deletes them for the target's. The GPU model runner loads the draft after
+the target's weights (gpu_model_runner.py `load_model`: `self.drafter.load_model(self.model)`), so
+for a moment a rank holds the target's weights, the draft's layer, the draft's own embedding and
+LM head, the non-torch memory it took at start (NCCL, the all-reduce workspace) and its CUDA
+context. Nothing caps that moment at gpu_memory_utilization: it fails only when the card runs out
+(`memory_profiling` then empties torch's cache, so the freed 4.7 GiB is not held afterwards). That
+peak against the card is the 4090 owner's "MTP does not fit on 24 GB" for a replica; the resident
+0.79 GiB is what the pool pays for afterwards.
 """
 
 from __future__ import annotations
@@ -44,6 +58,20 @@ NON_TORCH_DP = 1.6
 GRAPHS = 0.3
 GRAPHS_MTP = 0.3
 SAFETY = 150 / 1024
+# A worker's CUDA context and torch's loaded kernels, held before its first tensor and outside the
+# requested fraction (vLLM's budget starts from the free memory it finds after them). An estimate
+# (CUDA 12 with lazy module loading on Ampere/Ada): no boot log says it.
+CUDA_CONTEXT = 0.5
+VOCAB_PADDING = 64  # vLLM's VocabParallelEmbedding pads the vocabulary to a multiple of 64
+
+
+def draft_own_layers(dims: ModelDims, tp: int) -> float:
+    """Bytes per rank of the MTP draft's own embedding and LM head while it loads (one tensor when
+    the embeddings are tied), in the model's dtype; vLLM deletes them for the target's after."""
+    if not dims.mtp_layers:
+        return 0.0
+    padded = -(-dims.vocab // VOCAB_PADDING) * VOCAB_PADDING
+    return (1 if dims.tied_embeddings else 2) * padded * dims.hidden * dims.dtype_bytes / tp
 
 
 @dataclass(frozen=True)
@@ -56,6 +84,7 @@ class WorkerBudget:
     non_torch: float
     graphs: float
     correction: float  # GiB added from the rig's boot records (0 without them)
+    draft_own: float = 0.0  # the MTP draft's own embedding and LM head, held only while it loads
 
     @property
     def available(self) -> float:
@@ -76,6 +105,20 @@ class WorkerBudget:
         return self.weights + self.mtp_head < self.requested
 
     @property
+    def load_peak(self) -> float:
+        """What a rank holds at the moment its MTP draft has loaded and not yet given its own
+        embedding and LM head up (without a draft: its weights, at start)."""
+        return self.weights + self.mtp_head + self.draft_own + self.non_torch + CUDA_CONTEXT * GIB
+
+    def load_margin(self, free: float | None = None) -> float:
+        """What is left of the card (or of `free`, what the card had free at start) at the load's peak."""
+        return (self.total if free is None else free) - self.load_peak
+
+    def loads_on(self, free: float | None = None) -> bool:
+        """The load's peak leaves the budget's margin of the card (or of `free`)."""
+        return self.load_margin(free) >= SAFETY * GIB
+
+    @property
     def after_boot(self) -> float:
         """What the worker holds on its GPU once serving: everything it deducted, and its KV."""
         return self.weights + self.mtp_head + self.activation + self.non_torch + self.graphs + max(self.available, 0)
@@ -93,6 +136,7 @@ def worker_budget(
     eager: bool = False,
     mtp: bool = False,
     correction_gib: float = 0.0,
+    draft_own: float = 0.0,
 ) -> WorkerBudget:
     chunk = batched_tokens or default_batched_tokens(total)
     activation = (ACTIVATION_BASE + ACTIVATION_PER_1K_TOKENS * chunk / 1024) * (1.0 if tp == 1 else ACTIVATION_SPLIT)
@@ -110,6 +154,7 @@ def worker_budget(
         non_torch * GIB,
         graphs * GIB,
         correction_gib,
+        draft_own if mtp else 0.0,
     )
 
 
@@ -165,6 +210,7 @@ def plan_worker(
             eager=flags.enforce_eager,
             mtp=flags.mtp_tokens > 0,
             correction_gib=correction_gib,
+            draft_own=draft_own_layers(dims, flags.tensor_parallel_size),
         )
         available = int(budget.available)
     return WorkerPlan(budget, shape, available, pool(shape, max(available, 0), length), length)

@@ -133,3 +133,20 @@ def test_too_many_sequences_for_the_state_is_refused_with_the_numbers() -> None:
         f"max_num_seqs (512) exceeds the {layout.pool.num_blocks} blocks the GDN state can "
         f"use: vLLM refuses to start (lower max_num_seqs to {layout.pool.num_blocks} or less)"
     )
+
+
+def test_the_replicas_weighed_against_the_split_are_quoted_with_their_own_figure() -> None:
+    """On two GPUs the split is weighed against TP1/DP2: the largest context a replica holds is
+    DP2's own (each replica has less of its card than a lone TP1/DP1: the DP coordinator)."""
+    fit = inputs("2x4090-pcie", "awq_marlin", "auto", 131072, 0, True)
+    found = layouts(fit)
+    replicas = next(lay for lay in found if (lay.tp, lay.dp) == (1, 2))
+    alone = next(lay for lay in found if (lay.tp, lay.dp) == (1, 1))
+    assert replicas.tiers[1] < alone.tiers[1]
+    advice = recommend(fit, found)
+    assert advice is not None and (advice.tp, advice.dp) == (2, 1)
+    assert (
+        f"a replica (TP1/DP2) holds the weights but not one 131,072-token request (max_model_len {replicas.tiers[1]:,}"
+        in advice.why
+    )
+    assert f"{alone.tiers[1]:,}" not in advice.why

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from rigctl.fit.check import check
+from rigctl.vllm.flags import flags_from_argv
 from rigctl.vllm.weights import from_checkpoint
 from tests.faults.rig import Rig
 from tests.fit.configs import config
@@ -77,8 +79,39 @@ def test_a_profile_on_two_4090s_is_advised_to_split_with_every_layout_predicted(
     assert "every sequence pins 15 blocks (398 MiB per GPU)" in text.stdout
     assert "17 layer groups (17 attention, 48 GDN)" in text.stdout and split["state_page_padding"] > 0
     # the MTP head's bytes and where they come from: the draft shares the target's embedding and LM head
-    assert "MTP head: 0.79 GiB, its decoder layer(s) and 2h->h projection, unquantised" in text.stdout, text.stdout
-    assert "(the 4.7 GiB of its own vocab x hidden layers are never kept): rigctl/vllm/memory.py" in text.stdout
+    assert "MTP head: 0.79 GiB resident, its decoder layer(s) and 2h->h projection, unquantised" in text.stdout, text.stdout
+    assert "its own embedding and LM head (4.74 GiB over the TP ranks), then takes the target's" in text.stdout
+    assert "load peak per GPU (TP2/DP1): 8.04 weights + 0.40 MTP head + 2.37 draft's own" in text.stdout
+
+
+def test_the_4090_owners_mtp_does_not_load_on_a_24_gb_replica(hub: Path) -> None:
+    """The 4090 owner: MTP "does not fit" a DP replica on 24 GB ("its embedding and output layers
+    alone need close to 4 GB"); the owners' TP2+MTP pool says the resident head is 0.79 GiB. Both:
+    vLLM loads the draft whole (its own vocab x hidden embedding and LM head, 2 x 248,320 x 5,120 x
+    bf16 = 4.74 GiB) beside the target's weights, then gives it the target's. The replica's peak at
+    load is held against the card; the pool pays the resident head only."""
+    out = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--json").stdout)
+    single, replica, split = out["layouts"]
+    own = 2 * 248_320 * 5_120 * 2 / 2**30
+    assert replica["fits"] is False and replica["why_not"].startswith("runs out of memory loading: 16.08 weights")
+    assert "vLLM loads the draft whole before it gives it the target's embedding and LM head" in replica["why_not"]
+    peak = replica["load_peak_gib"]
+    assert peak["draft_embedding_and_lm_head"] == pytest.approx(own, abs=0.01) and peak["mtp_head"] == 0.79
+    parts = ("weights_per_rank", "mtp_head", "draft_embedding_and_lm_head", "non_torch", "cuda_context")
+    assert peak["peak"] == pytest.approx(sum(peak[k] for k in parts), abs=0.02)
+    assert peak["margin"] == pytest.approx(peak["gpu_total"] - peak["peak"], abs=0.01) and peak["margin"] < 0.15
+    assert replica["budget_gib"]["mtp_head"] == 0.79 and replica["pool_tokens"] > 0  # the pool it loaded for, said
+    # split, each rank holds half of everything, the draft's own layers included
+    assert split["fits"] is True and split["load_peak_gib"]["draft_embedding_and_lm_head"] == pytest.approx(own / 2, abs=0.01)
+    assert split["load_peak_gib"]["margin"] > 9 and split["budget_gib"]["mtp_head"] == 0.40
+    # one card alone has no DP coordinator's memory: it loads, and the margin is said
+    assert single["fits"] is True and 1.0 < single["load_peak_gib"]["margin"] < 2.5
+    text = fit("qwen36-27b-4090-tp2-mtp").stdout
+    assert "TP1/DP2    NO" in text and "TP1/DP2: runs out of memory loading:" in text
+    assert "(replicas would not fit)" in text  # the rule's reason no longer weighs a replica that cannot load
+    # without MTP the replica loads (the owner's DP2 ran, MTP off)
+    plain = json.loads(fit("qwen36-27b-4090-tp2-mtp", "--num-speculative-tokens", "0", "--json").stdout)["layouts"][1]
+    assert plain["fits"] is True and plain["load_peak_gib"]["draft_embedding_and_lm_head"] == 0
 
 
 def test_tp_and_dp_given_give_that_layout_alone_and_solve_max_len_prints_the_tiers(hub: Path) -> None:
@@ -278,3 +311,33 @@ def test_weights_given_keep_the_mtp_head() -> None:
     assert out["weights"]["source"] == "--weights-gib (MTP estimated)"
     split = next(lay for lay in out["layouts"] if (lay["tp"], lay["dp"]) == (2, 1))
     assert split["budget_gib"]["mtp_head"] == pytest.approx(0.40, abs=0.01)  # shared embeddings: a layer and fc
+
+
+def test_the_preflight_says_the_drafts_load_peak_at_the_speculative_config() -> None:
+    """A replica with MTP: within the CUDA context's estimate a warning (it may load), past the card
+    outright an error, pointing at speculative_config."""
+    argv = ["vllm", "serve", "Qwen/Qwen3.6-27B-AWQ", "--data-parallel-size", "2", "--max-model-len", "32768"]
+    argv += ["--max-num-seqs", "8", "--kv-cache-dtype", "fp8"]
+    mtp = flags_from_argv([*argv, "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 3}'])
+    card = 23.99 * 2**30
+    (finding,) = [f for f in check(mtp, (int(card), int(card))) if f.key == "speculative_config"]
+    assert finding.severity == "warning" and finding.message.startswith("runs out of memory loading: 16.08 weights")
+    assert "within the estimate of the CUDA context: it may load" in finding.message
+    (smaller,) = [f for f in check(mtp, (22 * 2**30,) * 2) if f.key == "speculative_config"]
+    assert smaller.severity == "error" and "predicted from rigctl's copy of its config.json" in smaller.message
+    plain = flags_from_argv(argv)
+    assert not [f for f in check(plain, (int(card), int(card))) if f.key == "speculative_config"]
+
+
+def test_a_switch_says_each_warning_once_with_one_tag(tmp_path: Path) -> None:
+    """A profile's warning (here the fit rule on a DP layout) is said by the switch as one line,
+    `warning: FILE:LINE: KEY: ...`, never `warning: FILE:LINE: warning: KEY: ...`."""
+    rig = Rig(tmp_path / "rig")
+    try:
+        rig.add_profile("dp2", "tensor_parallel_size = 1\ndata_parallel_size = 2\nmax_model_len = 16384\nmax_num_seqs = 4\n")
+        switched = rig.rigctl("switch", "dp2")
+        said = [line for line in switched.stdout.splitlines() if "the fit rule would split this model" in line]
+        assert len(said) == 1, switched.stdout + switched.stderr
+        assert said[0].count("warning:") == 1 and "dp2.toml:" in said[0], said[0]
+    finally:
+        rig.cleanup()

@@ -51,6 +51,12 @@ def test_good_switch_records_state_history_and_serves(ctx: ServeContext, events:
 
 FAILURES = [
     ("oom_load", 'quantization = "fp8"\ntensor_parallel_size = 1\n', "CUDA out of memory while loading the weights"),
+    # a 24 GB replica with MTP: the draft's own embedding and LM head at load (the 4090 owner's)
+    (
+        "oom_load",
+        'tensor_parallel_size = 1\ndata_parallel_size = 2\nspeculative_config = { method = "mtp", num_speculative_tokens = 1 }\n',
+        "CUDA out of memory while loading the weights",
+    ),
     ("max_model_len", "", "vLLM estimates"),  # UNPREDICTED_MODEL below: it fails at the boot
     ("crash", '[env]\nRIGCTL_SIM_CRASH_AT = "profile"\n', "crashed"),
     (
@@ -61,7 +67,7 @@ FAILURES = [
 ]
 
 
-@pytest.mark.parametrize("cause,body,summary", FAILURES, ids=[f[0] for f in FAILURES])
+@pytest.mark.parametrize("cause,body,summary", FAILURES, ids=["oom_load", "oom_load-mtp-draft", *[f[0] for f in FAILURES[2:]]])
 def test_failed_switch_rolls_back(ctx: ServeContext, profiles: Path, port: int, cause: str, body: str, summary: str) -> None:
     add_profile(profiles, "bad", body, port, top=UNPREDICTED_MODEL if cause == "max_model_len" else "")
     assert transaction.switch(ctx, "good").status == "switched"

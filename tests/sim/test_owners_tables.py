@@ -76,6 +76,8 @@ def test_the_4090_owners_split_beats_replicas_by_their_ratio(rig_4090: BenchRig,
     plan = rig_4090.plan(f"dp2-tp2-{concurrent}", text=text)
     done, data = rig_4090.bench(str(plan))
     assert data.get("control_mean") and data.get("candidate_mean"), done.stdout + done.stderr
+    # every request of every arm answered: a burst the simulator drops is no measurement (seed 000)
+    assert [arm["failed"] for arm in data["arms"]] == [0] * len(data["arms"]), [arm["errors"][:2] for arm in data["arms"]]
     ratio = data["candidate_mean"] / data["control_mean"]
     owner = TABLE_4090[concurrent]
     assert ratio > 1, (

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import shutil
 import signal
 import socket
 import subprocess
@@ -249,3 +251,24 @@ def test_a_request_past_the_context_is_refused_as_vllm_refuses_it(server: tuple[
     )
     many = httpx.post(f"{url}/v1/completions", json={"model": "qwen3.6-27b", "prompt": "w", "max_tokens": 200_000}, timeout=30)
     assert many.status_code == 400 and "max_tokens=200000 cannot be greater than max_model_len=131072" in many.text, many.text
+
+
+def test_a_burst_of_streams_is_queued_as_uvicorn_queues_it(server: tuple[str, subprocess.Popen[bytes], Path]) -> None:
+    """uvicorn listens with a backlog of 2,048 (capped by the kernel's somaxconn); socketserver's
+    5 reset a burst of 32 to 64 streams (seed 000's 32-concurrent row). The kernel says the
+    backlog of a listening socket as its Send-Q; then 96 streams opened at once are all answered."""
+    url, _, _ = server
+    port = int(url.rsplit(":", 1)[1])
+    if not shutil.which("ss"):
+        pytest.skip("iproute2's ss is not installed: the listening backlog cannot be read")
+    listening = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout.split()
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    assert int(listening[2]) == min(2048, somaxconn), listening
+
+    def stream(_: int) -> int:
+        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "stream": True}
+        with httpx.stream("POST", f"{url}/v1/chat/completions", timeout=60, json=body) as r:
+            return sum(1 for line in r.iter_lines() if line == "data: [DONE]")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=96) as pool:
+        assert list(pool.map(stream, range(96))) == [1] * 96
