@@ -18,6 +18,7 @@ class ExitCode(enum.IntEnum):
     INCONCLUSIVE = 6  # rigctl bench: the controls disagree, or the run cannot decide
     DOWN = 7  # rigctl status --check: nothing serves (gone, not answering, switching, never started)
     DEGRADED = 8  # rigctl status --check: it serves, but an alert fires (stalled, KV full, hit rate fell)
+    BENCHING = 9  # rigctl status --check: a bench holds the rig; its arms switch profiles (nothing to page for)
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(9), *range(11, 32), 127]}

@@ -266,6 +266,18 @@ def ending(raw: RawDir) -> tuple[str, str]:
     return "cut_short", "cut short: no verdict was written (the rigctl that ran it stopped before the end)"
 
 
+def _metric_change(kept: dict[str, Any]) -> float | None:
+    """The gate metric's own relative change, signed as the run's table and headline sign it (a
+    TTFT that fell is negative); the kept "change" is the improvement (positive when better), its
+    sign flipped for a lower-is-better metric."""
+    control, candidate = kept.get("control_mean"), kept.get("candidate_mean")
+    if isinstance(control, (int, float)) and isinstance(candidate, (int, float)) and control:
+        return (candidate - control) / abs(control)
+    change = kept.get("change")
+    lower = (kept.get("gate") or {}).get("direction") == "lower" if isinstance(kept.get("gate"), dict) else False
+    return (-change if lower else change) if isinstance(change, (int, float)) else None
+
+
 def list_rows() -> list[list[str]]:
     rows = [["run", "when", "control -> candidate", "gate", "change", "verdict"]]
     for raw in kept_runs():
@@ -278,7 +290,7 @@ def list_rows() -> list[list[str]]:
         arms = run.get("arms", [])
         control = next((p for r, p in arms if r == "control"), "?")
         candidate = next((p for r, p in arms if r == "candidate"), "?")
-        change = kept.get("change")
+        change = _metric_change(kept)
         outcome = kept.get("verdict") or (kept.get("message") if kept.get("status") == "cut_short" else None) or kept.get("status")
         if not kept:
             outcome = ending(raw)[1]

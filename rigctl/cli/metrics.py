@@ -24,7 +24,7 @@ from rigctl.files import read_input
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import GpuSample
 from rigctl.gpu.sampler import RigSampler
-from rigctl.vllm.metric_names import SNAPSHOT_NAMES
+from rigctl.vllm.metric_names import SNAPSHOT_NAMES, P
 
 
 def register(sub: common.Subparsers) -> None:
@@ -47,8 +47,25 @@ def _load_file(path: str) -> EngineSnapshot:
     except ExpositionError as exc:
         raise BadInputError(f"{path}: {exc}") from exc
     if not found.is_vllm:
-        raise BadInputError(f"{path}: not a Prometheus text exposition of vLLM: none of vLLM's metrics is in it")
+        raise BadInputError(f"{path}: {_lacking(text)}")
     return found
+
+
+def _lacking(text: str) -> str:
+    """Why a scrape gives no figure: no vLLM family at all, or only families rigctl does not read
+    (named, with the ones it reads)."""
+    try:
+        families = sorted(name for name in parse(text).samples if name.startswith(P))
+    except ExpositionError:
+        families = []
+    if not families:
+        return "not a Prometheus text exposition of vLLM: none of vLLM's metrics is in it"
+    shown = ", ".join(families[:4]) + (f" and {len(families) - 4} more" if len(families) > 4 else "")
+    return (
+        f"it holds {len(families)} of vLLM's families ({shown}) but none rigctl reads a figure from "
+        f"(the running and waiting requests, KV cache usage, the token and prefix-cache counters, the latency "
+        f"histograms: {P}num_requests_running, {P}kv_cache_usage_perc, {P}generation_tokens_total, ...)"
+    )
 
 
 def _emit(args: argparse.Namespace, snap: EngineSnapshot, figures: IntervalFigures | None, one_line: bool = False) -> None:

@@ -12,6 +12,7 @@ from rigctl.cli.rig_text import status_text
 from rigctl.config import load_settings
 from rigctl.errors import BadInputError, NoDriverError, RigctlError
 from rigctl.gpu.report import snapshot_json
+from rigctl.serve.lock import rig_holder
 from rigctl.state.serving import observe
 
 if TYPE_CHECKING:
@@ -57,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         finally:
             sampler.close()
     serving = observe(settings, thorough=True)
+    holder = rig_holder()
+    if holder is not None:
+        serving = dataclasses.replace(serving, notes=(f"the rig is held: {holder.said}", *serving.notes))
     cut = read_live()
     if cut is not None and cut.cut_short:
         serving = dataclasses.replace(serving, notes=(*serving.notes, cut.note(serving.active_profile)))
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 "rig": snapshot_json(snapshot) if snapshot else None,
                 **({} if snapshot else {"rig_error": rig_error}),
                 "serving": serving.to_json(),
+                "held_by": holder.said if holder else None,  # a switch, stop or bench holding the rig now
                 "prefix_cache": cache,
                 "hit_rate_regression": fell.to_json() if fell else None,
                 # what the watch service (or a TUI keeping the record) says fires; null: nothing watches
@@ -76,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(f"serving: {serving.summary}")
+        print(serving.summary)
         for note in serving.notes:
             print(f"  note: {note}")
         if cache is not None:
@@ -99,11 +104,19 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     from rigctl.engine.client import EngineClient, EngineHTTPError
     from rigctl.engine.prom import ExpositionError
     from rigctl.record.regression_watch import hit_rate_fall
-    from rigctl.serve.health import check_health
+    from rigctl.serve.health import benching, check_health
     from rigctl.serve.launchers import launcher_for
 
     if not 0 < args.window <= 600:
         raise BadInputError("--window must be in (0, 600] seconds")
+    holder = rig_holder()
+    if holder is not None and holder.bench:
+        verdict = benching(holder.said)
+        if args.json:
+            common.print_json({**verdict.to_json(), "watched_by": None})
+        else:
+            print(verdict.line())
+        return int(verdict.exit_code)
     serving = observe(settings, thorough=True)
     before = after = None
     record = serving.record

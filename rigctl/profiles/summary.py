@@ -119,7 +119,22 @@ def launch_diff(a: LaunchSpec, b: LaunchSpec) -> list[Change]:
     return changes
 
 
+def _model(spec: LaunchSpec) -> str:
+    return spec.argv[spec.argv.index("serve") + 1].rsplit("/", 1)[-1].lower()
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def nearest(candidates: dict[str, LaunchSpec], spec: LaunchSpec) -> tuple[str, list[Change]] | None:
-    """The launch among `candidates` with the fewest changes to `spec` (ties: the first name)."""
-    ranked = sorted((len(changes), name, changes) for name, changes in ((n, launch_diff(c, spec)) for n, c in candidates.items()))
-    return (ranked[0][1], ranked[0][2]) if ranked else None
+    """The launch among `candidates` that serves the most alike model (the longest shared start of
+    its name: Qwen3.6-27B-FP8 before Qwen2.5-3B for a Qwen3.6-27B-AWQ), then with the fewest
+    changes to `spec` (ties: the first name). Flags alone would name a 3B profile for a 27B."""
+    model = _model(spec)
+    ranked = sorted(
+        (-_shared_prefix(_model(c), model), len(changes), name, changes)
+        for name, c in candidates.items()
+        for changes in (launch_diff(c, spec),)
+    )
+    return (ranked[0][2], ranked[0][3]) if ranked else None

@@ -24,7 +24,7 @@ from rigctl.engine.metrics import EngineSnapshot
 from rigctl.errors import ExitCode
 from rigctl.state.serving import ServingStatus
 
-Verdict = Literal["healthy", "down", "degraded"]
+Verdict = Literal["healthy", "down", "degraded", "benching"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class HealthCheck:
 
     @property
     def exit_code(self) -> ExitCode:
-        return {"healthy": ExitCode.OK, "down": ExitCode.DOWN, "degraded": ExitCode.DEGRADED}[self.verdict]
+        codes = {"healthy": ExitCode.OK, "down": ExitCode.DOWN, "degraded": ExitCode.DEGRADED, "benching": ExitCode.BENCHING}
+        return codes[self.verdict]
 
     def line(self) -> str:
         return f"{self.verdict}: {self.cause}"
@@ -49,6 +50,12 @@ class HealthCheck:
             "profile": self.profile,
             "exit_code": int(self.exit_code),
         }
+
+
+def benching(holder: str) -> HealthCheck:
+    """A bench holds the rig: each arm stops and starts the server, so "down" between two arms is
+    the bench at work, not an outage (its own exit code, for a script that pages)."""
+    return HealthCheck("benching", f"{holder} holds the rig; its arms switch profiles")
 
 
 def down_cause(serving: ServingStatus) -> str | None:

@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass
 from types import TracebackType
 
 from rigctl import paths
@@ -105,10 +106,22 @@ class RigLock:
             self._fd = None
 
 
-def rig_held_by() -> str | None:
-    """Who holds the rig now ("pid 4242 (bench plan-a, since 10:02:11)"), or None when it is free:
-    for asking before a question whose answer would be refused (the TUI's confirm). A probe, not
-    a promise: the switch itself still takes the lock."""
+@dataclass(frozen=True)
+class RigHolder:
+    """Who holds the rig, as the holder wrote it when it took the lock."""
+
+    said: str  # "pid 4242 (bench plan-a, since 10:02:11)"
+    purpose: str  # "bench plan-a", "switch to alt", "stop", ...
+
+    @property
+    def bench(self) -> bool:
+        return self.purpose.startswith("bench ")
+
+
+def rig_holder() -> RigHolder | None:
+    """Who holds the rig now, or None when it is free: for asking before a question whose answer
+    would be refused (the TUI's confirm), and for status to say a bench runs. A probe, not a
+    promise: the switch itself still takes the lock."""
     lock = RigLock("probe")
     path = lock.path
     if not path.exists():
@@ -120,7 +133,17 @@ def rig_held_by() -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return lock.holder()
+        try:
+            purpose = str(json.loads(read_own(path, 4096) or b"{}").get("purpose") or "")
+        except (OSError, ValueError, AttributeError):
+            purpose = ""
+        return RigHolder(lock.holder(), purpose)
     finally:
         os.close(fd)  # closing the descriptor drops the probe's own shared lock
     return None
+
+
+def rig_held_by() -> str | None:
+    """Who holds the rig now ("pid 4242 (bench plan-a, since 10:02:11)"), or None when it is free."""
+    holder = rig_holder()
+    return holder.said if holder else None

@@ -18,7 +18,7 @@ from textual.worker import Worker
 from rigctl.config import Settings, load_settings
 from rigctl.errors import RigctlError
 from rigctl.serve.context import Event, ServeContext, to_both
-from rigctl.tui.messages import SwitchProgress
+from rigctl.tui.messages import ServingContextMade, SwitchProgress
 from rigctl.tui.screens.dashboard import DashboardScreen
 from rigctl.tui.serving_actions import ServingApp
 from rigctl.tui.theme import ThemeKeeper
@@ -144,17 +144,41 @@ class RigApp(ServingApp):
         self.call_after_refresh(self._go_live)
 
     def _go_live(self) -> None:
-        """The serving context, the live pipeline and its poll, the record; then the switch asked
+        """The serving context (made in a thread: its imports take seconds on a loaded machine, and
+        `q` must quit meanwhile), then the live pipeline and its poll, the record, the switch asked
         for on the command line."""
+        if self._make_serve is None:
+            self._live_ready(None, None)
+        else:
+            make, self._make_serve = self._make_serve, None
+            # a daemon thread, not a Textual worker: a worker runs in asyncio's default executor,
+            # which the app's exit joins, so `q` would leave the terminal hanging until it returned
+            threading.Thread(target=self._make_serving_context, args=(make,), name="rigctl-go-live", daemon=True).start()
+
+    def _make_serving_context(self, make: Callable[[], ServeContext]) -> None:
+        import rigctl.bench.live
+        import rigctl.state.serving  # noqa: F401 - imported here, off the event loop, for _live_ready
+
+        try:
+            made, problem = make(), None
+        except RigctlError as exc:  # the rig is still watched; switching says it needs a launcher
+            made, problem = None, f"{exc}: switching is off in this session"
+        except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said as the workers' are, never silent
+            made, problem = None, f"the serving context could not be made: {type(exc).__name__}: {exc}"
+        # thread-safe, and dropped when the app has quit meanwhile: nothing goes live then
+        self.post_message(ServingContextMade(made, problem))
+
+    def on_serving_context_made(self, message: ServingContextMade) -> None:
+        self._live_ready(message.made, message.problem)
+
+    def _live_ready(self, made: ServeContext | None, problem: str | None) -> None:
         from rigctl.bench.live import read_live
         from rigctl.state.serving import observe
 
-        if self._make_serve is not None:
-            make, self._make_serve = self._make_serve, None
-            try:
-                self.serve = self._with_events(make())
-            except RigctlError as exc:  # the rig is still watched; switching says it needs a launcher
-                self.notify(f"{exc}: switching is off in this session", severity="error", timeout=30)
+        if made is not None:
+            self.serve = self._with_events(made)
+        if problem:
+            self.notify(problem, severity="error", timeout=30)
         if self.poll_interval:
             self._poll_loop_worker = self._poll_loop(self.poll_interval, max(self.poll_interval, self.settings.metrics_interval))
         else:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # the transaction loads when a switch is asked for, not with 
     from rigctl.bench.live import LiveBench
     from rigctl.engine.poller import EngineState
     from rigctl.gpu.model import RigSnapshot
-    from rigctl.serve.context import Event
+    from rigctl.serve.context import Event, ServeContext
     from rigctl.serve.switch import SwitchOutcome
     from rigctl.state.logtail import TailReader
     from rigctl.state.serving import ServingStatus
@@ -79,3 +79,13 @@ class SwitchRequested(Message):
         super().__init__()
         self.profile = profile
         self.detail = detail
+
+
+class ServingContextMade(Message):
+    """The serving context, made in a thread after the first frame (None: it could not be, and
+    `problem` says why)."""
+
+    def __init__(self, made: ServeContext | None, problem: str | None) -> None:
+        super().__init__()
+        self.made = made
+        self.problem = problem

@@ -3,6 +3,7 @@ against the gate, guards, failed requests and warm caches."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -302,3 +303,24 @@ def test_a_reject_on_too_few_requests_says_its_evidence_is_thin() -> None:
     assert verdict.verdict == "reject"
     assert verdict.reason.startswith("output_tok_per_s -1.2% worse than the controls, short of the gate's 5.0%; on thin evidence: ")
     assert "rests on 48 request(s), fewer than min_requests 100" in verdict.reason
+
+
+def test_the_list_signs_a_change_as_the_metric_moved() -> None:
+    """A TTFT that fell 29.6% is -29.6% in `bench list`, as the run's headline and table say it
+    (the kept "change" is the improvement: positive when better)."""
+    from rigctl.bench.rawdir import bench_dir
+    from rigctl.bench.report import list_rows
+
+    for name, metric, direction, control, candidate, improvement in (
+        ("20261206-0101-ttft", "ttft_p50_s", "lower", 1.55, 1.091, 0.296),
+        ("20261206-0102-tps", "output_tok_per_s", "higher", 166.8, 210.1, 0.26),
+    ):
+        run = bench_dir() / name
+        run.mkdir(parents=True)
+        (run / "run.json").write_text(
+            json.dumps({"started": 0, "arms": [["control", "a"], ["candidate", "b"]], "gate": {"metric": metric}})
+        )
+        verdict = {"verdict": "promote", "change": improvement, "control_mean": control, "candidate_mean": candidate}
+        (run / "verdict.json").write_text(json.dumps({**verdict, "gate": {"metric": metric, "direction": direction}}))
+    rows = {row[0]: row for row in list_rows()[1:]}
+    assert rows["20261206-0101-ttft"][4] == "-29.6%" and rows["20261206-0102-tps"][4] == "+26.0%"

@@ -236,6 +236,12 @@ def test_garbage_and_truncated_input(tmp_path: Path, capsys: pytest.CaptureFixtu
     (tmp_path / "bad.prom").write_text("this is not prometheus\n")
     assert main(["metrics", "--file", str(tmp_path / "bad.prom")]) == 2
     assert "not a Prometheus text exposition" in capsys.readouterr().err
+    # vLLM's, but only families rigctl reads no figure from: named, never "none of vLLM's"
+    (tmp_path / "other.prom").write_text('vllm:lora_requests_info{max_lora="1"} 1\nvllm:iteration_tokens_total_count 3\n')
+    assert main(["metrics", "--file", str(tmp_path / "other.prom")]) == 2
+    said = capsys.readouterr().err
+    assert "it holds 2 of vLLM's families (vllm:iteration_tokens_total_count, vllm:lora_requests_info)" in said
+    assert "but none rigctl reads a figure from" in said and "none of vLLM's metrics" not in said
 
 
 @pytest.mark.timeout(60)

@@ -56,7 +56,7 @@ def test_a_wall_clock_step_does_not_lose_the_server(rig: Rig, older_record: bool
     status = rig.status()
     assert status["active_profile"] == "good" and status["server"]["pid"] == pid, status
     assert status["server"]["alive"] is True
-    assert rig.rigctl("status").stdout.startswith("serving: serving good")
+    assert rig.rigctl("status").stdout.startswith("serving good")
     stopped = rig.rigctl("stop")
     assert stopped.returncode == 0 and "stopped good" in stopped.stdout, stopped.stdout + stopped.stderr
     assert rig.answering() is None

@@ -71,7 +71,23 @@ def test_a_command_line_with_short_flags_secrets_and_a_new_flag(
     spec = render(profile, OptionTables(("vllm",)).choose(profile).table)
     assert spec.env["VLLM_API_KEY"] == SECRET and spec.env["HF_TOKEN"] == TOKEN  # the launch gets them
     assert SECRET not in spec.display() and TOKEN not in spec.display()  # every shown line hides them
-    assert "nearest shipped profile:" in out
+    assert "nearest shipped profile: qwen36-27b-" in out  # a 27B's, whatever its flags: never the 3B's
+
+
+def test_the_nearest_profile_serves_the_most_alike_model() -> None:
+    """Counting flags alone named qwen25-3b-dp2 for a 27B import (its few flags differ least)."""
+    from rigctl.profiles.summary import nearest
+    from rigctl.profiles.vllm_args import LaunchSpec
+
+    def spec(*argv: str) -> LaunchSpec:
+        return LaunchSpec(("vllm", "serve", *argv), {}, "127.0.0.1", 8000, ())
+
+    shipped = {
+        "qwen25-3b-dp2": spec("Qwen/Qwen2.5-3B-Instruct", "-dp", "2"),
+        "qwen36-27b-fp8-tp2": spec("Qwen/Qwen3.6-27B-FP8", "-tp", "2", "--max-model-len", "131072", "--kv-cache-dtype", "fp8"),
+    }
+    found = nearest(shipped, spec("Qwen/Qwen3.6-27B-AWQ", "-dp", "2"))
+    assert found is not None and found[0] == "qwen36-27b-fp8-tp2"
 
 
 def test_a_script_with_continuations_exports_and_variables(tmp_path: Path, store: ProfileStore, user_dir: Path) -> None:

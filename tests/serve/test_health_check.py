@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from rigctl.serve.lock import RigLock
 from tests.support.serving import add_profile, rigctl
 
 
@@ -29,6 +30,21 @@ def test_nothing_started_is_down(env: dict[str, str]) -> None:
     code, answer, line = check(env)
     assert code == 7 and answer["check"] == "down"
     assert line == "down: nothing serves: rigctl has started no server here"
+
+
+def test_a_bench_holding_the_rig_is_said_with_its_own_exit_code(env: dict[str, str]) -> None:
+    """Each arm of a bench stops and starts the server: between two arms nothing serves, and a
+    script that pages on "down" must not page for the bench at work."""
+    with RigLock("bench plan-a"):
+        code, answer, line = check(env)
+        status = rigctl(env, "status")
+        as_json = json.loads(rigctl(env, "status", "--json").stdout)
+    assert code == 9 and answer["check"] == "benching"
+    assert line.startswith(f"benching: pid {os.getpid()} (bench plan-a, since ") and "its arms switch profiles" in line
+    assert f"note: the rig is held: pid {os.getpid()} (bench plan-a, since " in status.stdout
+    assert status.stdout.startswith("nothing serves")  # the summary itself, never "serving: ..."
+    assert as_json["held_by"].startswith(f"pid {os.getpid()} (bench plan-a")
+    assert check(env)[0] == 7  # the bench gone: down is down again
 
 
 def test_healthy_then_frozen_then_killed(env: dict[str, str]) -> None:

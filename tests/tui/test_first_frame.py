@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,9 @@ class Probe(RigApp):
     def _go_live(self):
         print(' '.join(sorted(m for m in sys.modules if m.startswith('rigctl'))))
         super()._go_live()
+
+    def _live_ready(self, made, problem):
+        super()._live_ready(made, problem)
         print(type(self.serve).__name__, type(self.pipeline).__name__)
         self.exit()
 
@@ -131,3 +135,35 @@ def test_a_context_that_cannot_be_made_is_said_and_the_rig_is_still_watched(monk
             assert seen.notified("switching needs a launcher")
 
     asyncio.run(scenario())
+
+
+@pytest.mark.usefixtures("profiles")
+def test_q_quits_while_the_serving_context_is_still_being_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a loaded machine making the context (its imports) took seconds, and `q` waited behind it
+    (3.2 s at load 9). It is made in a thread: the app quits while the making has not returned."""
+    monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    ctx = make_context(argparse.Namespace(sim="2x3090-nvlink"))
+    making, release = threading.Event(), threading.Event()
+    returned: list[bool] = []
+
+    def slow() -> ServeContext:
+        making.set()
+        release.wait(60)  # as long as a loaded machine's imports: until the test has seen the quit
+        returned.append(True)
+        return ctx
+
+    app = make_app(present(ctx.sampler, "sampler"), slow, poll_interval=None, settings=ctx.settings)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            while not making.is_set():
+                await pilot.pause(0.05)
+            await pilot.press("q")
+            while app.is_running:
+                await pilot.pause(0.05)
+
+    try:
+        asyncio.run(scenario())
+        assert not app.is_running and returned == []  # it quit before the making returned
+    finally:
+        release.set()
