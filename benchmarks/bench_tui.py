@@ -21,9 +21,11 @@ process that the app uses; every figure is read from outside through psutil.
           1 s refresh, 120x40: rigctl with nothing serving (GPU cards only), rigctl with the
           engine panel and the log tail (160x48, the simulator serving under load), nvitop
           (--interval 1), the one-line live Textual app, and rigctl with the trends screen open
-          (120x40, a month of record seeded); then the ratios and the budget (rigctl with the
-          engine panel at or below nvitop, and within 2x the floor; trends within 3x the
-          floor; peak RSS within 1.5x nvitop's). Also
+          (120x40, a month of record seeded), and vllm-top (--interval 1, on the simulator under
+          load: nvitop and vllm-top side by side are what an owner runs without rigctl); then the
+          ratios and the budget (docs/guide/costs.md): the full dashboard at most 0.25x nvitop +
+          vllm-top, the GPU cards alone at most nvitop, RSS at most nvitop's + vllm-top's; trends
+          within 3x the floor. Also
           `rigctl status --json` against `gpustat --json` and `nvitop --once` on the same
           driver, and against a bare `python -c "import pynvml, psutil"`
           (needs `pip install -e '.[bench]'`: nvitop and gpustat, benchmark-only)
@@ -151,7 +153,7 @@ class Rig:
 
     def __init__(self, load: bool) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="rigctl-bench-"))
-        port = free_port()
+        port = self.port = free_port()
         self.env = {
             **os.environ,
             "RIGCTL_STATE_DIR": str(self.home / "state"),
@@ -386,7 +388,12 @@ def bench_peers(seconds: float, rounds: int) -> None:
         "nvitop --interval 1": [],
         "one-line live Textual app": [],
         "rigctl, trends screen open (30 days of record), serving under load": [],
+        "vllm-top --interval 1, the simulator under load": [],
     }
+    vllm_top = shutil.which("vllm-top")
+    if vllm_top is None:
+        runs.pop("vllm-top --interval 1, the simulator under load")
+        print("peers   vllm-top is not installed (pip install -e '.[bench]'): the budget against nvitop + vllm-top is not measured")
     rss: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     try:
@@ -399,6 +406,18 @@ def bench_peers(seconds: float, rounds: int) -> None:
                     ([*FAKE, "nvitop", "--interval", "1"], plain, (120, 40), ""),
                     ([PYTHON, "-c", LIVE_APP], plain, (120, 40), ""),
                     ([*FAKE, "rigctl"], _no_sim(rig.env), (120, 40), "g"),
+                    *(
+                        [
+                            (
+                                [vllm_top or "", "--host", "127.0.0.1", "--port", str(rig.port), "--interval", "1"],
+                                plain,
+                                (120, 40),
+                                "",
+                            )
+                        ]
+                        if vllm_top
+                        else []
+                    ),
                 ),
                 strict=True,
             ):
@@ -415,9 +434,9 @@ def bench_peers(seconds: float, rounds: int) -> None:
             f"peers   {name}: median {median[name] * 100:.2f}% of one core ({shown} over {rounds} rounds of "
             f"{seconds:.0f} s), peak RSS {max(rss[name]):.0f} MiB"
         )
-    gpu, engine, nvitop, floor, trends = (median[n] for n in runs)
+    gpu, engine, nvitop, floor, trends = (median[n] for n in names[:5])
     rss_nvitop = max(rss["nvitop --interval 1"])
-    for key, name in zip(("gpu", "engine", "nvitop", "floor", "trends"), names, strict=True):
+    for key, name in zip(("gpu", "engine", "nvitop", "floor", "trends", "vllm_top"), names, strict=False):
         figure(f"peers.{key}.cpu", f"{median[name] * 100:.2f}%")
         figure(f"peers.{key}.vs_nvitop", f"{median[name] / nvitop:.2f}x")
         figure(f"peers.{key}.vs_floor", f"{median[name] / floor:.2f}x")
@@ -428,6 +447,20 @@ def bench_peers(seconds: float, rounds: int) -> None:
         f"{max(rss[names[1]]) / rss_nvitop:.2f}x, trends open {max(rss[names[4]]) / rss_nvitop:.2f}x (budget 1.5x)"
     )
     print(f"        trends screen open / floor {trends / floor:.2f}x (budget 3x)")
+    if vllm_top:
+        # the budget (docs/guide/costs.md): without rigctl the owner runs nvitop and vllm-top side by side
+        pair = nvitop + median[names[5]]
+        rss_pair = rss_nvitop + max(rss[names[5]])
+        figure("peers.pair.cpu", f"{pair * 100:.2f}%")
+        figure("peers.pair.rss", f"{rss_pair:.0f} MiB")
+        figure("peers.engine.vs_nvitop_vllm_top", f"{engine / pair:.2f}x")
+        figure("peers.engine.rss_vs_nvitop_vllm_top", f"{max(rss[names[1]]) / rss_pair:.2f}x")
+        print(
+            f"        budget: the full dashboard / (nvitop + vllm-top) {engine / pair:.2f}x (at most 0.25x: "
+            f"{'met' if engine <= 0.25 * pair else 'NOT met'}); GPU cards / nvitop {gpu / nvitop:.2f}x (at most 1.0x: "
+            f"{'met' if gpu <= nvitop else 'NOT met'}); RSS {max(rss[names[1]]):.0f} MiB against {rss_pair:.0f} MiB "
+            f"({'met' if max(rss[names[1]]) <= rss_pair else 'NOT met'})"
+        )
     print(
         f"        rigctl GPU-only / nvitop {gpu / nvitop:.2f}x; rigctl with engine panel and tail / nvitop "
         f"{engine / nvitop:.2f}x; rigctl with engine / floor {engine / floor:.2f}x; rigctl GPU-only / floor "

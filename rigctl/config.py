@@ -6,9 +6,7 @@ file is an error naming the key and line, never a silent default.
 
 from __future__ import annotations
 
-import math
 import os
-import shlex
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -18,6 +16,7 @@ from urllib.parse import urlsplit
 from rigctl import paths
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
+from rigctl.rules import Amount, Choice, Command, Count, Flag, Fraction, Rule, RuleError, Seconds, Text, Url
 from rigctl.toml_lines import key_lines, line_of
 
 LAUNCHERS = ("process", "systemd", "docker")
@@ -123,6 +122,73 @@ class Settings:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
 
+# The rule of each Settings field, declared once: config.toml, a profile's [verify] and [rigctl]
+# tables and the flags that stand for a key parse by these (rigctl/rules.py; tests/properties
+# holds every shared key's rule equal wherever it is read).
+RECORD_INTERVAL = Seconds(low=0.5, high=3600)
+RULES: dict[str, Rule] = {
+    "launcher": Choice(LAUNCHERS),
+    "vllm_command": Command(),
+    "profiles_dir": Text("the path of a directory"),
+    "boot_timeout": Seconds(positive=True),
+    "stop_grace": Seconds(),
+    "kill_wait": Seconds(),
+    "lock_wait": Seconds(),
+    "rig_interval": Seconds(),
+    "metrics_interval": Seconds(),
+    "theme": Text(),
+    "endpoint": Text(),
+    "systemd_unit": Text(),
+    "systemd_user": Flag(),
+    "systemd_dropin_dir": Text("the path of a directory"),
+    "docker_image": Text(),
+    "docker_container": Text(),
+    "docker_hf_cache": Text("the path of a directory"),
+    "prometheus_url": Url(),
+    "prometheus_timeout": Seconds(),
+    "record_interval": RECORD_INTERVAL,
+    "record_warmup": Seconds(),
+    "record_min_prefix_queries": Amount("prefix tokens queried"),
+    "record_regression_points": Fraction("the hit rate: the fall flagged (0.10 is 10 points)", "0.10"),
+    "drain_timeout": Seconds(),
+    "verify_chat": Flag(),
+    "verify_tools": Flag(),
+    "verify_min_context": Count("tokens"),
+    "verify_requests": Text("the path of a JSONL file"),
+    "verify_answers": Text("the path of a JSONL file"),
+    "verify_tools_streamed": Flag(),
+    "verify_min_acceptance": Fraction("drafted tokens"),
+    "verify_timeout": Seconds(positive=True, high=86400),
+    "verify_apps_s": Seconds(),
+    "alerts_stall": Seconds(),
+    "alerts_queue": Seconds(),
+    "alerts_window": Seconds(),
+    "alerts_preemptions": Amount("preemptions a minute"),
+    "alerts_kv_full": Seconds(),
+    "alerts_throttle": Seconds(),
+    "alerts_command": Command('["ntfy", "publish", "rig"]', line_ok=False, empty_ok=True),
+    "alerts_command_timeout": Seconds(),
+    "supervise_restart": Flag(),
+    "supervise_max_restarts": Count("restarts an hour"),
+    "supervise_start_on_boot": Flag(),
+    "exporter_listen": Text(),
+    "exporter_rig": Text(),
+    "gateway_listen": Text(),
+    "gateway_hold_s": Seconds(),
+    "gateway_hold_requests": Count("requests"),
+    "gateway_hold_mb": Count("MiB"),
+    "gateway_silent_s": Seconds(),
+    "gateway_header_s": Seconds(),
+    "gateway_keepalive_s": Seconds(),
+    "gateway_body_s": Seconds(),
+    "gateway_max_connections": Count("connections"),
+    "gateway_record": Flag(),
+    "gateway_record_mb": Count("MiB"),
+    "gateway_record_hours": Amount("hours"),
+    "gateway_keep_mb": Count("MiB"),
+}
+
+
 # config.toml layout: table -> key -> Settings field
 LAYOUT: dict[str, dict[str, str]] = {
     "server": {
@@ -205,44 +271,10 @@ def config_path() -> Path:
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
-    kind = {f.name: f.type for f in fields(Settings)}[name]
-    if name == "vllm_command":
-        if isinstance(value, str):
-            value = shlex.split(value)
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-            raise BadInputError(f'{where}: must be a command as a list of strings, e.g. ["/opt/vllm/bin/vllm"]')
-        return tuple(value)
-    if name == "alerts_command":  # run for every alert, maybe as root: an argv, never a line a shell would read
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise BadInputError(
-                f'{where}: must be a command as a list of strings, never a shell line, e.g. ["ntfy", "publish", "rig"]'
-            )
-        return tuple(value)
-    if kind == "bool | None":  # true or false; left out, the default decides
-        if not isinstance(value, bool):
-            raise BadInputError(f"{where}: must be true or false")
-        return value
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**40:
-            raise BadInputError(
-                f"{where}: must be a whole number" + ("" if name.startswith(("supervise_", "gateway_")) else " of tokens")
-            )
-        return value
-    if kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise BadInputError(f"{where}: must be a non-negative number" + ("" if name == "alerts_preemptions" else " of seconds"))
-        return float(value)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise BadInputError(f"{where}: must be true or false")
-        return value
-    if not isinstance(value, str):
-        raise BadInputError(f"{where}: must be a string")
-    if name == "prometheus_url" and not value.startswith(("http://", "https://")):
-        raise BadInputError(f'{where}: must be an http(s) URL, e.g. "http://127.0.0.1:9090"')
-    if name == "launcher" and value not in LAUNCHERS:
-        raise BadInputError(f"{where}: {value!r} is not one of {', '.join(LAUNCHERS)}")
-    return value
+    try:
+        return RULES[name].parse(value)
+    except RuleError as exc:
+        raise BadInputError(f"{where}: {exc}") from None
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:

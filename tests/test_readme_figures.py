@@ -31,7 +31,7 @@ def load(name: str) -> ModuleType:
 PLACEHOLDERS = {
     "{keys[name]}": ("fake", "sim", "gpustat", "nvitop"),
     "{key[name]}": ("rigctl", "rigctl_engine", "rigctl_idle", "nvitop"),
-    "{key}": ("gpu", "engine", "nvitop", "floor", "trends", "small", "vllm033", "big", "rigctl", "httpx", "stdlib"),
+    "{key}": ("gpu", "engine", "nvitop", "floor", "trends", "vllm_top", "small", "vllm033", "big", "rigctl", "httpx", "stdlib"),
     "{name}": ("rigctl", "aiohttp", "floor"),
     "{prefix}": ("capture.unpaced", "capture.paced"),
     "{args.figures}": ("paced",),

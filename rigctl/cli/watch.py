@@ -33,14 +33,18 @@ def say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rigctl.config import load_settings
+    from rigctl.config import RULES, load_settings
     from rigctl.errors import NoDriverError
+    from rigctl.rules import RuleError
     from rigctl.watch.service import WatchService
 
-    settings = load_settings()
-    args.interval = args.interval or settings.record_interval
-    if not 0.5 <= args.interval <= 3600:
-        raise BadInputError("--interval must be between 0.5 and 3600 seconds")
+    settings = load_settings()  # [record] interval, by its rule (config.RULES)
+    if args.interval is not None:
+        try:
+            RULES["record_interval"].parse(args.interval)  # the flag stands for the key: one rule
+        except RuleError as exc:
+            raise BadInputError(f"--interval: {exc} (as [record] interval)") from None
+    args.interval = args.interval if args.interval is not None else settings.record_interval
     if args.retention_days <= 0:
         raise BadInputError("--retention-days must be positive")
     stop = StopOnSignal()  # a flag and a pipe: a handler that took a lock could deadlock the loop it stops

@@ -9,6 +9,7 @@ rate() does; a rate is never negative.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -68,6 +69,20 @@ def _delta(before: float | None, after: float | None) -> tuple[float | None, boo
     return after - before, False
 
 
+def counter_increases(before: EngineSnapshot, after: EngineSnapshot, restarted: bool) -> dict[str, float | None]:
+    """Each counter's increase over an interval: the one rule the dashboard (interval below) and
+    the record (record/rows.py) count by. A restarted engine's counters are new whole; a series
+    absent from a real earlier scrape (one that held counters) started at 0 within the interval;
+    with no earlier scrape of counters at all, what happened before it is not known: None, never
+    the whole counter counted as new."""
+    missing = 0.0 if before.counters or restarted else None
+    prior = {} if restarted else before.counters
+    out: dict[str, float | None] = {}
+    for key in set(prior) | set(after.counters):
+        out[key] = _delta(prior.get(key, missing), after.counter(key))[0]
+    return out
+
+
 def histogram_quantile(q: float, buckets: tuple[tuple[float, float], ...]) -> float | None:
     """Prometheus' histogram_quantile over cumulative (le, count) buckets."""
     if not buckets:
@@ -105,13 +120,22 @@ def quantile_estimate(q: float, buckets: tuple[tuple[float, float], ...]) -> Est
     return None if value is None else Estimate(value, "~")
 
 
-def _histogram_delta(before: Histogram | None, after: Histogram | None) -> tuple[tuple[tuple[float, float], ...], float]:
+def histogram_increase(
+    before: Histogram | None, after: Histogram | None, restarted: bool = False
+) -> tuple[tuple[tuple[float, float], ...], float, float]:
+    """What a histogram observed between two scrapes, as cumulative (le, count) buckets, the count
+    and the sum: the one rule the dashboard and the record take it by. A restart, a count that fell,
+    or increases that are not cumulative themselves (a bucket gained less than one below it: the
+    engine started again between the scrapes, its counts grown past the old ones) take `after` whole."""
     if after is None:
-        return (), 0.0
-    if before is None or after.count < before.count:
-        return after.buckets, after.count
+        return (), 0.0, 0.0
+    if before is None or restarted or after.count < before.count:
+        return after.buckets, after.count, after.sum
     previous = dict(before.buckets)
-    return tuple((le, max(0.0, count - previous.get(le, 0.0))) for le, count in after.buckets), after.count - before.count
+    gained = [(le, count - previous.get(le, 0.0)) for le, count in after.buckets]
+    if any(n < 0 for _, n in gained) or any(b[1] < a[1] for a, b in itertools.pairwise(gained)):
+        return after.buckets, after.count, after.sum
+    return tuple(gained), after.count - before.count, after.sum - before.sum
 
 
 def _rate(value: float | None, seconds: float) -> float | None:
@@ -136,7 +160,7 @@ def latency_quantiles(before: EngineSnapshot, after: EngineSnapshot) -> dict[str
     """TTFT, ITL, TPOT, e2e and queue p50/p95 of what the histograms observed between two scrapes."""
     latency = {}
     for key in after.histograms:
-        buckets, count = _histogram_delta(before.histograms.get(key), after.histograms[key])
+        buckets, count, _ = histogram_increase(before.histograms.get(key), after.histograms[key])
         latency[key] = Quantiles(quantile_estimate(0.5, buckets), quantile_estimate(0.95, buckets), count)
     return latency
 
@@ -152,14 +176,10 @@ def interval(
     span = seconds if seconds is not None else after.timestamp - before.timestamp
     # One rule with the record (record/rows.py builds its rows by it): a restarted engine's counters
     # count from zero, whatever they were before, so everything in `after` is new.
-    restarted = engine_restarted(before, after)
-    missing = 0.0 if before.counters or restarted else None  # in a real earlier scrape, an absent series had not started
+    restarted = engine_restarted(before, after)  # any counter that fell is a restart too
+    deltas = counter_increases(before, after, restarted)
     if restarted:
         before = replace(before, counters={}, prompt_by_source={}, finished_by_reason={}, accepted_per_position={}, histograms={})
-    deltas: dict[str, float | None] = {}
-    for key in set(before.counters) | set(after.counters):
-        deltas[key], reset = _delta(before.counters.get(key, missing), after.counter(key))
-        restarted = restarted or reset
     sources = {}
     for source in after.prompt_by_source:  # a labelled series that appears mid-interval started from 0
         sources[source], reset = _delta(before.prompt_by_source.get(source, 0.0), after.prompt_by_source[source])

@@ -10,11 +10,13 @@ import json
 import re
 from typing import Any
 
+from rigctl.config import LAYOUT, RULES
 from rigctl.gpu.model import RigInfo
 from rigctl.profiles.envfile import env_file_path
 from rigctl.profiles.lints import lint
 from rigctl.profiles.schema import VERIFY_KEYS, Diagnostic, Profile
 from rigctl.profiles.settings import ResolvedSettings, Setting, gpus_needed, not_one_of, resolve_settings
+from rigctl.rules import RuleError
 from rigctl.vllm.options import (
     MTP_ALIASES,
     SPEC_METHODS,
@@ -92,19 +94,12 @@ def _env(profile: Profile) -> list[Diagnostic]:
 
 def _rigctl_table(profile: Profile) -> list[Diagnostic]:
     out = []
-    timeout = profile.rigctl.get("boot_timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        out.append(profile.diagnostic("error", "rigctl.boot_timeout", "must be a positive number of seconds"))
-    command = profile.rigctl.get("vllm_command")
-    if command is not None and not (
-        (isinstance(command, str) and command.strip())
-        or (isinstance(command, list) and command and all(isinstance(c, str) and c for c in command))
-    ):
-        out.append(
-            profile.diagnostic(
-                "error", "rigctl.vllm_command", 'must be a command: a list of strings such as ["/opt/vllm/bin/vllm"]'
-            )
-        )
+    for key in ("boot_timeout", "vllm_command"):  # [server]'s keys in config.toml: one rule for both
+        if key in profile.rigctl:
+            try:
+                RULES[key].parse(profile.rigctl[key])
+            except RuleError as exc:
+                out.append(profile.diagnostic("error", f"rigctl.{key}", str(exc)))
     extra = profile.rigctl.get("extra_args")
     if extra is not None and not (isinstance(extra, list) and all(isinstance(a, str) for a in extra)):
         out.append(
@@ -138,16 +133,11 @@ def _env_file(profile: Profile) -> list[Diagnostic]:
 
 
 def _check_value(key: str, value: Any) -> str | None:
-    if key in ("chat", "tools", "tools_streamed") and not isinstance(value, bool):
-        return "must be true or false"
-    if key == "min_context" and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**40):
-        return "must be a whole number of tokens"
-    if key in ("requests", "answers") and not isinstance(value, str):
-        return "must be the path of a JSONL file"
-    if key == "min_acceptance" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
-        return "must be a share of drafted tokens, 0 to 1 (e.g. 0.2)"
-    if key == "timeout_s" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86400):
-        return "must be a positive number of seconds"
+    """A profile's [verify] key by the same rule as config.toml's (rigctl/config.py RULES)."""
+    try:
+        RULES[LAYOUT["verify"][key]].parse(value)
+    except RuleError as exc:
+        return str(exc)
     return None
 
 

@@ -68,6 +68,7 @@ class ServedFigures:
     offload_load_bytes: float = 0.0
     low_traffic: tuple[str, ...] = ()
     regression: Regression | None = None
+    p95_bounds: dict[str, str] = field(default_factory=dict)  # "<" or ">": only a bound of that p95 is known
 
     @property
     def external_hit_rate(self) -> float | None:
@@ -79,11 +80,12 @@ class ServedFigures:
         return bool(self.external_prefix_queries or self.offload_store_bytes or self.offload_load_bytes)
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("latency", "regression", "boots", "low_traffic")}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("latency", "regression", "boots", "low_traffic", "p95_bounds")}
         out["boots"] = list(self.boots)
         for name, figures in self.latency.items():
             out[f"{name}_mean_s"] = figures["mean"]
             out[f"{name}_p95_s"] = figures["p95"]
+            out[f"{name}_p95_bound"] = self.p95_bounds.get(name)
         out["external_hit_rate"] = self.external_hit_rate
         out["low_traffic"] = list(self.low_traffic)
         out["regression"] = self.regression.to_json() if self.regression else None
@@ -103,14 +105,15 @@ def figures(rows: Sequence[Row], name: str, limits: Thresholds = Thresholds()) -
     warm_h = sum(r.counts.get("prefix_hits", 0.0) for r in warm)
     requests = sum(r.requests for r in rows)
     latency: dict[str, dict[str, float | None]] = {}
+    bounds: dict[str, str] = {}
     for label, key in TIMINGS.items():
         timing = merge_timings(r.timings[key] for r in rows if key in r.timings)
         if timing is None and key == "tpot":  # before 0.11 only the per-token gap was kept
             timing = merge_timings(r.timings["itl"] for r in rows if "itl" in r.timings)
-        latency[label] = {
-            "mean": _ratio(timing.sum, timing.count) if timing else None,
-            "p95": quantile(timing, 0.95) if timing else None,
-        }
+        p95 = quantile(timing, 0.95) if timing else None
+        latency[label] = {"mean": _ratio(timing.sum, timing.count) if timing else None, "p95": p95.value if p95 else None}
+        if p95 is not None and p95.relation != "~":  # in the first or the +Inf bucket: only a bound is known
+            bounds[label] = p95.relation
     pools = [r.pool_tokens for r in rows if r.pool_tokens]
     pool = max(pools) if pools else None
     peaks = [r.kv_usage_max * r.pool_tokens for r in rows if r.kv_usage_max is not None and r.pool_tokens]
@@ -146,6 +149,7 @@ def figures(rows: Sequence[Row], name: str, limits: Thresholds = Thresholds()) -
         aborted=sum(r.finished.get("abort", 0.0) for r in rows),
         errors=sum(r.finished.get("error", 0.0) for r in rows),
         latency=latency,
+        p95_bounds=bounds,
         mean_power_w=_ratio(energy, metered_s) if metered else None,
         j_per_token=_ratio(energy, generated_metered) if metered else None,
         generation_tokens=generated,

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigctl.engine.derive import engine_restarted
+from rigctl.engine.derive import Estimate, counter_increases, engine_restarted, histogram_increase, quantile_estimate
 from rigctl.engine.metrics import EngineSnapshot, Histogram
 
 DOWNSAMPLED_S = 300
@@ -92,20 +92,16 @@ def increase(before: float | None, after: float | None) -> float:
 
 
 def _timing(before: Histogram | None, after: Histogram | None, restarted: bool) -> Timing | None:
-    if after is None:
-        return None
-    if before is None or restarted or after.count < before.count:
-        delta_count, delta_sum, base = after.count, after.sum, {}
-    else:
-        delta_count, delta_sum, base = after.count - before.count, after.sum - before.sum, dict(before.buckets)
+    """The interval's observations (the dashboard's rule: engine/derive.py histogram_increase),
+    kept as the buckets that gained: (lower edge, upper edge, observations)."""
+    buckets, delta_count, delta_sum = histogram_increase(before, after, restarted)
     if delta_count <= 0:
         return None
     kept, lower, below = [], 0.0, 0.0
-    for le, cumulative in after.buckets:
-        gained = max(0.0, cumulative - base.get(le, 0.0))
-        if gained - below > 0:
-            kept.append((lower, le, gained - below))
-        lower, below = le, max(below, gained)
+    for le, cumulative in buckets:
+        if cumulative - below > 0:
+            kept.append((lower, le, cumulative - below))
+        lower, below = le, max(below, cumulative)
     return Timing(delta_sum, delta_count, tuple(kept))
 
 
@@ -129,7 +125,8 @@ def interval(
 ) -> Row:
     fresh = restarted(before, after)
     prior = None if fresh else before
-    counts = {k: increase(prior.counters.get(k) if prior else None, after.counters.get(k)) for k in COUNTED}
+    known = counter_increases(before, after, fresh)  # the dashboard's rule: an unknown increase is not counted
+    counts = {k: value for k in COUNTED if (value := known.get(k)) is not None}
     finished = {}
     for reason, value in after.finished_by_reason.items():
         gained = increase(prior.finished_by_reason.get(reason) if prior else None, value)
@@ -175,21 +172,25 @@ def merge_timings(timings: Iterable[Timing]) -> Timing | None:
     return Timing(total, count, tuple((lo, _upper(hi), n) for (lo, hi), n in ordered))
 
 
-def quantile(timing: Timing, q: float) -> float | None:
-    """Prometheus's histogram_quantile: linear inside the bucket that holds the rank; a rank in
-    the +Inf bucket is that bucket's lower bound."""
-    observed = sum(n for _, _, n in timing.buckets)
-    if not observed:
+def quantile(timing: Timing, q: float) -> Estimate | None:
+    """The q-quantile of the recorded observations by the dashboard's rule (engine/derive.py
+    quantile_estimate, one primitive for both): linear inside the bucket that holds the rank
+    (Prometheus' histogram_quantile), `<` its edge in the engine's first bucket, `>` the last
+    finite edge in +Inf."""
+    ordered = sorted(timing.buckets, key=lambda b: _upper(b[1]))
+    if not ordered or not sum(n for _, _, n in ordered):
         return None
-    rank, seen = q * observed, 0.0
-    for lo, stored, n in sorted(timing.buckets, key=lambda b: _upper(b[1])):
-        hi = _upper(stored)
-        if seen + n >= rank:
-            if math.isinf(hi):
-                return float(lo)
-            return float(lo + (hi - lo) * (rank - seen) / n)
+    # back to cumulative (le, count) buckets: each kept bucket's lower edge restored where an empty
+    # bucket (not kept) ended below it, so +Inf's bound is the last finite edge, as the engine has it
+    cumulative: list[tuple[float, float]] = []
+    seen = 0.0
+    for lo, stored, n in ordered:
+        lower = float(lo)
+        if lower > 0 and (not cumulative or cumulative[-1][0] < lower):
+            cumulative.append((lower, seen))
         seen += n
-    return _upper(timing.buckets[-1][1])
+        cumulative.append((_upper(stored), seen))
+    return quantile_estimate(q, tuple(cumulative))
 
 
 def downsample(rows: list[Row]) -> Row:

@@ -62,7 +62,11 @@ def render(columns: Sequence[ServedFigures], where: str) -> str:
         add(
             f"{label} mean / p95",
             [
-                _mark(c, f"{name}_mean_s", f"{fmt.latency(c.latency[name]['mean'])} / {fmt.latency(c.latency[name]['p95'])}")
+                _mark(
+                    c,
+                    f"{name}_mean_s",
+                    f"{fmt.latency(c.latency[name]['mean'])} / {c.p95_bounds.get(name, '')}{fmt.latency(c.latency[name]['p95'])}",
+                )
                 for c in columns
             ],
         )

@@ -106,6 +106,7 @@ def build(
             histograms.setdefault(b, []).append((lo, hi, observed))
     for b, histogram in histograms.items():
         timing = Timing(0.0, sum(n for _, _, n in histogram), histogram)
-        series["ttft_p50"][b], series["ttft_p95"][b] = quantile(timing, 0.5), quantile(timing, 0.95)
+        p50, p95 = quantile(timing, 0.5), quantile(timing, 0.95)
+        series["ttft_p50"][b], series["ttft_p95"][b] = (p50.value if p50 else None), (p95.value if p95 else None)
     marks = tuple(Mark(began, profile, bench_plan_of(boot)) for boot, profile, began in boots)
     return Trends(since, until, bucket_s, series, round(peak) if peak is not None else None, marks)

@@ -19,7 +19,9 @@ from rigctl.vllm.metric_names import SNAPSHOT_NAMES
 from tests.faults.rig import Rig
 
 PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian's prometheus package)")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool is not installed (apt-get install prometheus: Debian's package has it)"
+)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import pytest
 from rigctl.gateway.control import ControlError, DoorClient
 from tests.support.door_rig import DoorRig
 from tests.support.serving import ShortRequests
+from tests.support.waiting import wait_until
 
 
 def door_client(rig: DoorRig) -> DoorClient:
@@ -85,6 +86,8 @@ def test_a_hold_held_forever_by_another_process_is_superseded_by_the_next_switch
         rogue.hold("a stuck script")
         prober = ShortRequests(rig.port)
         prober.start()  # held by the stuck hold until the switch takes it over and releases it
+        wait_until("the prober's request held by the stuck hold", lambda: rogue.status()["held"] >= 1)
+        assert not prober.answered.is_set()  # held: seen in the door's hold, not by an absence
         switched = rig.rigctl("switch", "alt")
         assert switched.returncode == 0, switched.stdout + switched.stderr
         assert prober.answered.wait(30)
@@ -95,7 +98,7 @@ def test_a_hold_held_forever_by_another_process_is_superseded_by_the_next_switch
         assert not status["holding"] and status["last_hold"]["how"] == "released", status
         assert httpx.get(f"http://127.0.0.1:{rig.port}/v1/models", timeout=10).status_code == 200  # not held
         seen = rogue.release()  # late: what its apps saw until the switch took over, never an error
-        assert seen.held >= 0
+        assert seen.held >= 1 and seen.refused == 0, seen
 
 
 HOLDER = """

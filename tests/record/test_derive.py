@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from rigctl.engine.derive import Estimate
 from rigctl.engine.metrics import EngineSnapshot, Histogram
 from rigctl.record.derive import Thresholds, by_boot, by_profile, current_regression, figures, regressions
 from rigctl.record.reader import RecordReader
@@ -122,8 +123,10 @@ def test_a_switch_that_collapses_the_hit_rate_is_a_regression_once_traffic_is_co
 
 def test_quantiles_are_prometheus_histogram_quantile() -> None:
     timing = Timing(0, 10, ((0.0, 0.1, 2.0), (0.1, 0.5, 4.0), (0.5, 1.0, 3.0), (1.0, math.inf, 1.0)))
-    assert quantile(timing, 0.5) == pytest.approx(0.1 + 0.4 * (5 - 2) / 4)  # rank 5 in (0.1, 0.5]
-    assert quantile(timing, 0.95) == 1.0  # in the +Inf bucket: the highest finite bound
+    middle = quantile(timing, 0.5)  # rank 5 in (0.1, 0.5]
+    assert middle is not None and middle.relation == "~" and middle.value == pytest.approx(0.1 + 0.4 * (5 - 2) / 4)
+    assert quantile(timing, 0.95) == Estimate(1.0, ">")  # in +Inf: only above the highest finite bound
+    assert quantile(timing, 0.1) == Estimate(0.1, "<")  # in the engine's first bucket: only below its edge
     merged = merge_timings([timing, timing])
     assert merged is not None and merged.count == 20 and merged.buckets[1] == (0.1, 0.5, 8.0)
     assert quantile(merged, 0.5) == quantile(timing, 0.5)

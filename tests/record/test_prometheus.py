@@ -19,7 +19,7 @@ from tests.support.serving import free_port
 
 PROMETHEUS = shutil.which("prometheus")
 needs_prometheus = pytest.mark.skipif(
-    PROMETHEUS is None, reason="no prometheus binary (apt-get install prometheus; .ci/run installs it where it can)"
+    PROMETHEUS is None, reason="no prometheus binary (apt-get install prometheus; .ci/run installs it)"
 )
 
 
