@@ -1,5 +1,6 @@
 """The guide never drifts from the program: every shell block of the README and docs/guide/
-marked ```sh runnable runs as written, on the simulated rig, in a fresh home, and exits 0."""
+marked ```sh runnable runs as written, on the simulated rig, and exits 0; a page's blocks run in
+page order in one home, as a newcomer follows them (one block's profile is the next one's)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,18 @@ def runnable_blocks() -> list[tuple[str, str]]:
     ]
 
 
+def runnable_pages() -> list[tuple[str, list[str]]]:
+    """Each page with runnable blocks, its blocks in page order."""
+    pages = [(str(page.relative_to(ROOT)), BLOCK.findall(page.read_text())) for page in PAGES]
+    return [(name, blocks) for name, blocks in pages if blocks]
+
+
 def test_the_guide_has_runnable_blocks() -> None:
     assert any(where.startswith("docs/guide/your-rig.md") for where, _ in runnable_blocks())
 
 
-@pytest.mark.parametrize(("where", "block"), runnable_blocks(), ids=[w for w, _ in runnable_blocks()])
-def test_a_runnable_block_runs_as_written(where: str, block: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("page", "blocks"), runnable_pages(), ids=[name for name, _ in runnable_pages()])
+def test_a_pages_runnable_blocks_run_as_written_in_page_order(page: str, blocks: list[str], tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIGCTL_")}
     env.update(
@@ -44,10 +51,11 @@ def test_a_runnable_block_runs_as_written(where: str, block: str, tmp_path: Path
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # the rigctl installed here
         }
     )
-    script = tmp_path / "block.sh"
-    script.write_text("set -euo pipefail\n" + block)
     try:
-        done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    finally:  # nothing a block started outlives it
+        for n, block in enumerate(blocks, 1):
+            script = tmp_path / f"block{n}.sh"
+            script.write_text("set -euo pipefail\n" + block)
+            done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+            assert done.returncode == 0, f"{page}#{n}:\n{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    finally:  # nothing a block started outlives the page
         subprocess.run([sys.executable, "-m", "rigctl", "stop"], env=env, capture_output=True, timeout=120)
-    assert done.returncode == 0, f"{where}:\n{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"

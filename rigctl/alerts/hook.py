@@ -57,7 +57,10 @@ class AlertHook:
 
     def _run(self) -> None:
         while (change := self._queue.get()) is not None:
-            self._call(change)
+            try:
+                self._call(change)
+            except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the next alert still goes
+                self._failed(f"sending the alert to {self.argv[0]} failed: {type(exc).__name__}: {exc}")
 
     def _call(self, change: AlertChange) -> None:
         name = self.argv[0]

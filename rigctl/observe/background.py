@@ -9,6 +9,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable
 
 from rigctl.alerts.model import AlertChange
 from rigctl.errors import RigctlError
@@ -19,8 +20,12 @@ LOOK_EVERY_S = 1.0  # how often it asks whether a service started (or stopped): 
 
 
 class BackgroundRecorder:
-    def __init__(self, keeper: RecordKeeper) -> None:
+    def __init__(self, keeper: RecordKeeper, fault: Callable[[str], None] = lambda text: None) -> None:
+        """`fault`: how a failure of rigctl's own on this thread is said (the TUI: an alert event,
+        as a worker's error is a notification); the thread goes on with the next observation."""
         self.keeper = keeper
+        self.fault = fault
+        self._failing: str | None = None
         self._stop = threading.Event()
         self._queue: queue.Queue[Observation | AlertChange | None] = queue.Queue(maxsize=64)
         self._thread: threading.Thread | None = None
@@ -52,11 +57,19 @@ class BackgroundRecorder:
                 continue
             if self._stop.is_set():  # woken by stop(): what it put there is no observation
                 return
-            if isinstance(seen, AlertChange):
-                if self.keeper.recording:  # a change seen while the service kept the record is the service's
-                    self.keeper.record_change(seen)
+            try:
+                if isinstance(seen, AlertChange):
+                    if self.keeper.recording:  # a change seen while the service kept the record is the service's
+                        self.keeper.record_change(seen)
+                else:
+                    self.keeper.observe(seen)
+            except Exception as exc:  # noqa: BLE001 - a fault of rigctl's own: said, and the record goes on
+                said = f"keeping the serving record failed: {type(exc).__name__}: {exc}"
+                if said != self._failing:  # once while the same fault lasts
+                    self._failing = said
+                    self.fault(said)
             else:
-                self.keeper.observe(seen)
+                self._failing = None
 
     def offer(self, seen: Observation | AlertChange | None) -> None:
         """From the engine poll's thread (or the UI's, a change): never blocks it."""

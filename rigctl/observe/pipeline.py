@@ -52,10 +52,11 @@ class LivePipeline:
         self.keeper = RecordKeeper(
             settings, say, self._row, yields=not service, interval_s=interval_s, retention_days=retention_days
         )
-        self.background = BackgroundRecorder(self.keeper) if record and not service else None
+        self.background = BackgroundRecorder(self.keeper, fault=say) if record and not service else None
         self.evaluator = AlertEvaluator(AlertLimits.of(settings))
-        # the service says each change as a line; the TUI notifies them itself (TuiAlerts)
-        self.sink = AlertSink(settings, say if service else (lambda text: None), self._record_change)
+        # the service says each change as a line; the TUI notifies them itself (TuiAlerts); the
+        # sink's own trouble (the hook failing, alerts.json unwritable) is said in both
+        self.sink = AlertSink(settings, say if service else (lambda text: None), self._record_change, trouble=say)
         self._regressions = RegressionWatch(settings)
         self._found: queue.SimpleQueue[str] = queue.SimpleQueue()  # from whichever thread writes rows
         self.recording_off = not record

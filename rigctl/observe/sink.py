@@ -17,10 +17,20 @@ HEARTBEAT_S = 30.0  # alerts.json rewritten at least this often: `status` sees a
 
 
 class AlertSink:
-    def __init__(self, settings: Settings, say: Callable[[str], None], record: Callable[[AlertChange], None]) -> None:
-        """`say`: one line per change, and trouble with the hook; `record`: writes a change to the record."""
+    def __init__(
+        self,
+        settings: Settings,
+        say: Callable[[str], None],
+        record: Callable[[AlertChange], None],
+        trouble: Callable[[str], None] | None = None,
+    ) -> None:
+        """`say`: one line per change; `trouble`: the hook's and alerts.json's (default: `say`);
+        `record`: writes a change to the record."""
         self.say, self.record = say, record
-        self.hook = AlertHook(settings.alerts_command, settings.alerts_command_timeout, say) if settings.alerts_command else None
+        self.trouble = trouble or say
+        self.hook = (
+            AlertHook(settings.alerts_command, settings.alerts_command_timeout, self.trouble) if settings.alerts_command else None
+        )
         self.since: dict[str, float] = {}
         self._written = 0.0
         self._failed_write = False
@@ -48,7 +58,7 @@ class AlertSink:
         except OSError as exc:
             if not self._failed_write:  # said once while it lasts
                 self._failed_write = True
-                self.say(f"alerts.json could not be written ({exc}): `rigctl status` does not see the alerts")
+                self.trouble(f"alerts.json could not be written ({exc}): `rigctl status` does not see the alerts")
 
     def close(self, owner: bool = True) -> None:
         if self.hook is not None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the pipeline is built after the first frame, and imported t
     from rigctl.tui.alerting import TuiAlerts
     from rigctl.tui.screens.dashboard import DashboardScreen
     from rigctl.tui.screens.processes import ProcessesScreen
+    from rigctl.tui.screens.profiles import ProfilesScreen
 
 
 class PollingApp(SaysWorkerErrors, App[None]):
@@ -178,6 +179,9 @@ class PollingApp(SaysWorkerErrors, App[None]):
     def _engine_sampled(self, state: EngineState, serving: ServingStatus) -> None:
         self.dashboard.show_engine(state, serving)
         self.alerts.on_engine(state, serving, switching=self.serving_action_running)
+        profiles = self.made_screen("profiles")
+        if profiles is not None:  # its ● follows what serves now, not what served when it was loaded
+            cast("ProfilesScreen", profiles).show_active(serving.active_profile)
 
     def _poll_failed(self, source: str, error: str) -> None:
         if source != "rig":

@@ -120,3 +120,22 @@ def test_the_detail_shows_the_predicted_pool_beside_the_last_measured_one(
             assert "the fit rule would split this model" in detail  # the DP lint, inline
 
     asyncio.run(scenario())
+
+
+def test_the_active_mark_follows_what_serves_not_the_screens_first_read(isolated_dirs: Path) -> None:
+    """The state file said `qwen36-27b-awq-tp2` served when the screen was read; the next poll
+    finds nothing answering (verified, as status does): the ● goes, without a reload."""
+    write_state(ActiveState(profile="qwen36-27b-awq-tp2", last_good="qwen36-27b-awq-tp2", status="serving", since=time.time()))
+    app = app_on("2x3090-nvlink")
+
+    async def scenario() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("p")
+            await settle(app, pilot)
+            table = app.screen.query_one(DataTable)
+            assert "● qwen36-27b-awq-tp2" in [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            await poll(app, pilot)
+            names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert "  qwen36-27b-awq-tp2" in names and not any(name.startswith("●") for name in names), names
+
+    asyncio.run(scenario())

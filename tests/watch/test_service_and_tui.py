@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import re
 import shlex
 import signal
@@ -26,19 +27,23 @@ from tests.watch.harness import WatchRig
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "record-and-watch.md"
 
 
-def unit() -> dict[str, str]:
-    """The guide's rigctl-watch.service, its [Service] keys."""
-    block = re.search(r"```ini\n(# ~/.config/systemd/user/rigctl-watch.service.*?)```", GUIDE.read_text(), re.S)
-    assert block, "the guide shows the watch service's unit"
-    keys = dict(line.split("=", 1) for line in block.group(1).splitlines() if "=" in line and not line.startswith("#"))
-    return keys
+def unit(home: Path) -> dict[str, str]:
+    """The guide's rigctl-watch.service as its block writes it (run as written, in `home`: the
+    unit names rigctl where pip put it), its [Service] keys."""
+    block = re.search(r"```sh\n(# the unit names rigctl.*?rigctl-watch.service <<EOF\n.*?\nEOF\n)", GUIDE.read_text(), re.S)
+    assert block, "the guide writes the watch service's unit"
+    path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"  # this install's rigctl first, as pip's PATH has it
+    done = subprocess.run(["bash", "-c", block.group(1)], env={**os.environ, "HOME": str(home), "PATH": path}, timeout=30)
+    assert done.returncode == 0
+    text = (home / ".config" / "systemd" / "user" / "rigctl-watch.service").read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
 
 
 def exec_start(keys: dict[str, str]) -> list[str]:
-    """ExecStart as systemd would run it, with this checkout's rigctl where the unit has the installed one."""
+    """ExecStart as systemd runs it: the console script pip installed, never a guessed path."""
     argv = shlex.split(keys["ExecStart"])
-    assert argv[0] == "%h/.local/bin/rigctl", argv
-    return [sys.executable, "-m", "rigctl", *argv[1:]]
+    assert argv[0] == str(Path(sys.executable).parent / "rigctl") and os.access(argv[0], os.X_OK), argv
+    return argv
 
 
 def rows(db: Path) -> list[tuple[float, float, str]]:
@@ -46,9 +51,9 @@ def rows(db: Path) -> list[tuple[float, float, str]]:
         return list(conn.execute("SELECT ts, seconds, boot FROM samples ORDER BY ts"))
 
 
-def test_the_units_exec_start_is_a_service_that_never_fails_for_a_tui() -> None:
-    keys = unit()
-    assert keys["Restart"] == "on-failure" and exec_start(keys)[3:] == ["watch"]
+def test_the_units_exec_start_is_a_service_that_never_fails_for_a_tui(tmp_path: Path) -> None:
+    keys = unit(tmp_path)
+    assert keys["Restart"] == "on-failure" and exec_start(keys)[1:] == ["watch"]
 
 
 @pytest.mark.slow
@@ -59,7 +64,7 @@ def test_the_service_and_the_tui_together_for_a_minute_one_writer_nothing_lost(w
     rig.configure()
     rig.config.write_text(rig.config.read_text() + "[record]\ninterval = 1\n")
     assert rig.rigctl("switch", "good").returncode == 0
-    argv = exec_start(unit())
+    argv = exec_start(unit(rig.home / "unit-home"))
     db = rig.state_dir / "record.sqlite"
     lock = rig.state_dir / "record.lock"  # RecordWriter writes its pid there
     app = make_app(RigSampler(SimulatedBackend(load_rig("2x3090-nvlink"))), poll_interval=0.5, record=True)

@@ -161,6 +161,19 @@ class ProfilesScreen(SaysWorkerErrors, Screen[None]):
             table.move_cursor(row=list(self.entries).index(selected))
         self._show_detail(self.selected_name)
 
+    def show_active(self, active: str | None) -> None:
+        """What serves now, from the poll (verified, not the state file's word): the ● moves, and
+        the detail's diff is against it; nothing is read again."""
+        if active == self.active or not self.entries:
+            return
+        self.active = active
+        table = self.query_one(DataTable)
+        first = self.columns[0] if self.columns else None
+        for entry in self.entries.values():
+            if first is not None:
+                table.update_cell(entry.name, first, f"{ACTIVE if entry.name == active else '  '}{entry.name}")
+        self._show_detail(self.selected_name)
+
     @property
     def selected_name(self) -> str | None:
         table = self.query_one(DataTable)
