@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from rigctl.engine.client import EngineClient, EngineHTTPError
+from rigctl.engine.http_post import post_json
 from rigctl.engine.prom import ExpositionError
 from rigctl.serve.verify_spec import KnownAnswer, VerifySpec
 
@@ -93,8 +94,7 @@ def not_verified(why: str) -> Verification:
 
 @dataclass
 class _Poster:
-    """POSTs of JSON with the standard library's http.client: httpx would bring Rich into every
-    headless `rigctl switch` (its CLI module imports it where click is installed)."""
+    """The verification's POSTs (engine/http_post.py), within its one deadline."""
 
     base_url: str
     api_key: str | None
@@ -108,26 +108,12 @@ class _Poster:
 
     def exchange(self, endpoint: str, body: dict[str, Any]) -> tuple[int, str]:
         """(status, the answer's whole text, up to 1 MiB); status 0 and why when nothing answered in time."""
-        import http.client
-        from urllib.parse import urlsplit
-
         left = self.deadline - time.monotonic()
         if left <= 0:
             return 0, "no time left in [verify] timeout_s"
-        parts = urlsplit(self.base_url)
-        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        connection = kind(parts.hostname or "127.0.0.1", parts.port, timeout=left)
-        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})}
-        try:
-            connection.request("POST", parts.path.rstrip("/") + endpoint, json.dumps(body), headers)
-            answer = connection.getresponse()
-            text = answer.read(1 << 20).decode("utf-8", errors="replace")
-            status = answer.status
-        except (OSError, http.client.HTTPException) as exc:
-            return 0, f"no answer: {str(exc) or type(exc).__name__}"
-        finally:
-            connection.close()
-        self.prompt_tokens += _prompt_tokens(text)
+        status, text = post_json(self.base_url, endpoint, body, self.api_key, left)
+        if status:
+            self.prompt_tokens += _prompt_tokens(text)
         return status, text
 
 

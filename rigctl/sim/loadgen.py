@@ -11,6 +11,8 @@ import random
 import threading
 from collections.abc import Callable
 
+from rigctl.engine.http_post import post_json
+
 SYSTEM_PROMPTS = [
     "You are a careful coding agent. Follow the repository's conventions. " * 180,
     "You are a research assistant who cites sources and answers tersely. " * 200,
@@ -44,21 +46,12 @@ class LoadGenerator:
         self._stop.set()
 
     def _user(self, n: int) -> None:
-        # imported here: httpx imports its CLI (and Rich with it, where click is installed)
-        # at import time, which a headless rigctl must not pay for
-        import httpx
-
         rng = random.Random(self._rng.random() + n)
-        with httpx.Client(timeout=120, trust_env=False) as http:
-            while not self._stop.wait(rng.uniform(0.5, 2.5)):
-                target = self.endpoint()
-                if target is None:
-                    continue
-                url, model = target
-                prompt = rng.choice(SYSTEM_PROMPTS) + rng.choice(QUESTIONS) + f" (user {n}, turn {rng.random():.4f})"
-                try:
-                    http.post(
-                        f"{url}/v1/completions", json={"model": model, "prompt": prompt, "max_tokens": rng.choice((64, 128, 256))}
-                    )
-                except httpx.HTTPError:
-                    continue  # the server is switching or down; try again later
+        while not self._stop.wait(rng.uniform(0.5, 2.5)):
+            target = self.endpoint()
+            if target is None:
+                continue
+            url, model = target
+            prompt = rng.choice(SYSTEM_PROMPTS) + rng.choice(QUESTIONS) + f" (user {n}, turn {rng.random():.4f})"
+            body = {"model": model, "prompt": prompt, "max_tokens": rng.choice((64, 128, 256))}
+            post_json(url, "/v1/completions", body, None, 120)  # switching or down: the next turn tries again
