@@ -40,7 +40,6 @@ def register(sub: common.Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rigctl.alerts.firing import read_firing
-    from rigctl.record.regression_watch import hit_rate_fall
 
     settings = load_settings()
     if args.check:
@@ -64,8 +63,13 @@ def run(args: argparse.Namespace) -> int:
     cut = read_live()
     if cut is not None and cut.cut_short:
         serving = dataclasses.replace(serving, notes=(*serving.notes, cut.note(serving.active_profile)))
-    cache = prefix_cache(serving.record) if serving.active_profile and serving.record else None
-    fell = hit_rate_fall(serving.record, settings) if serving.active_profile and serving.record else None
+    cache = fell = None
+    if serving.active_profile and serving.record:
+        # the record's reader (sqlite, the derivations) only when something serves: 18 ms of a status
+        from rigctl.record.regression_watch import hit_rate_fall
+
+        cache = prefix_cache(serving.record)
+        fell = hit_rate_fall(serving.record, settings)
     watched = read_firing()
     if args.json:
         common.print_json(
