@@ -21,6 +21,7 @@ SIM_MAY_IMPORT = {
     "rigctl.proc",
     "rigctl.files",  # its own files opened as rigctl opens its own (never through a link)
     "rigctl.units",  # MiB and GiB
+    "rigctl.engine.http_post",  # the demo load's POST, the verification's own (no httpx in the core)
 }
 
 

@@ -20,12 +20,12 @@ ANSWERS: dict[str, tuple[int, bytes]] = {}
 class Models(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         key = self.headers.get("Authorization") or ""
+        self.server.seen.append(key)  # type: ignore[attr-defined]  # before the answer: the client returns on it
         status, body = ANSWERS["models"] if key in ("", "Bearer sk-box") else (401, b'{"error": "no"}')
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        self.server.seen.append(key)  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: object) -> None:
         return
