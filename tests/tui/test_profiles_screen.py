@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from rigctl.gpu.sampler import RigSampler
@@ -20,6 +21,14 @@ from tests.tui.helpers import poll, settle
 
 def app_on(rig: str) -> RigApp:
     return make_app(RigSampler(SimulatedBackend(load_rig(rig))), poll_interval=None)
+
+
+async def profiles_table(app: RigApp, pilot: Pilot[None]) -> DataTable[str]:
+    """The profiles screen, opened with its key and loaded: its table."""
+    await pilot.press("p")
+    await settle(app, pilot)
+    table: DataTable[str] = app.screen.query_one(DataTable)
+    return table
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
@@ -60,9 +69,7 @@ def test_invalid_profile_shows_its_errors_inline(isolated_dirs: Path) -> None:
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("p")
-            await settle(app, pilot)
-            table = app.screen.query_one(DataTable)
+            table = await profiles_table(app, pilot)
             assert list(table.get_row_at(0))[:2] == ["  aaa-broken", "INVALID"]
             detail = str(app.screen.query_one("#profile-detail", Static).content)
             assert "aaa-broken.toml:3: max_num_seq: not a vllm serve option; did you mean max_num_seqs?" in detail
@@ -130,9 +137,7 @@ def test_the_active_mark_follows_what_serves_not_the_screens_first_read(isolated
 
     async def scenario() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("p")
-            await settle(app, pilot)
-            table = app.screen.query_one(DataTable)
+            table = await profiles_table(app, pilot)
             assert "● qwen36-27b-awq-tp2" in [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
             await poll(app, pilot)
             names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
