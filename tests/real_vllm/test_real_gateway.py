@@ -45,7 +45,8 @@ def door_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorRealRig]:
     rig = DoorRealRig(tmp_path_factory.mktemp("real-door") / "home")
     # one sequence at a time: the three long streams run one after another, so they span the switch
     rig.add_tiny("tools", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=1)
-    rig.add_tiny("tools-b", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=8)
+    # the tiny model's whole 32,768 positions: a stream long enough that no switch can start after it ended
+    rig.add_tiny("tools-b", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=8, max_model_len=32768)
     rig.door = rig.popen("gateway", "--listen", f"127.0.0.1:{rig.port}")
     rig.wait_for(rig.door, "the apps' address")
     switched = rig.rigctl("switch", "tools", timeout=400)
@@ -175,7 +176,11 @@ def test_a_switch_that_fails_verification_answers_the_held_from_the_restored_pro
 def test_a_stream_the_switch_cuts_tells_the_apps_client_why(door_rig: DoorRealRig) -> None:
     """vLLM's own stream, cut at the drain's deadline: the openai SDK raises the door's reason (an
     SSE error event in vLLM's shape), never a bare connection error."""
-    stream = Stream(door_rig, 1900)
+    if door_rig.status()["active_profile"] != "tools-b":
+        assert door_rig.rigctl("switch", "tools-b", timeout=600).returncode == 0
+    # 30,000 tokens: tens of seconds of the tiny model on a CPU, where 1,900 once ended before the
+    # switch's own start and its 1 s drain had passed (an idle machine generates them in ~2 s)
+    stream = Stream(door_rig, 30_000)
     stream.start()
     assert stream.started.wait(120)
     switched = door_rig.rigctl("switch", "tools", "--drain", "1", timeout=600)
