@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,3 +73,21 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealRig]:
     rig = RealRig(tmp_path_factory.mktemp("real") / "home")
     yield rig
     rig.cleanup()
+
+
+class DoorRealRig(RealRig):
+    """A real rig with its front door: `rigctl gateway` on the rig's port, `profile` served behind it."""
+
+    door: subprocess.Popen[str] | None = None
+
+    def serve_behind_the_door(self, profile: str) -> None:
+        self.door = self.popen("gateway", "--listen", f"127.0.0.1:{self.port}")
+        self.wait_for(self.door, "the apps' address")
+        switched = self.rigctl("switch", profile, timeout=400)
+        assert switched.returncode == 0, switched.stdout + switched.stderr
+
+    def cleanup(self) -> None:
+        if self.door is not None:
+            self.door.terminate()
+            self.door.wait(30)
+        super().cleanup()

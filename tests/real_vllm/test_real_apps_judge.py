@@ -7,7 +7,6 @@ never sees an error: its refused request is answered by the restored profile."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionToolParam
 
-from tests.real_vllm.conftest import RealRig
+from tests.real_vllm.conftest import DoorRealRig, RealRig
 
 KEY = "sk-the-apps-key"
 TOOLS: list[ChatCompletionToolParam] = [
@@ -29,24 +28,11 @@ TOOLS: list[ChatCompletionToolParam] = [
 APPS_PROFILE: dict[str, Any] = {"api_key": KEY, "enable_auto_tool_choice": True, "tool_call_parser": "hermes"}
 
 
-class DoorRealRig(RealRig):
-    door: subprocess.Popen[str] | None = None
-
-    def cleanup(self) -> None:
-        if self.door is not None:
-            self.door.terminate()
-            self.door.wait(30)
-        super().cleanup()
-
-
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorRealRig]:
     rig = DoorRealRig(tmp_path_factory.mktemp("real-judge") / "home")
     rig.add_tiny("apps", **APPS_PROFILE)
-    rig.door = rig.popen("gateway", "--listen", f"127.0.0.1:{rig.port}")
-    rig.wait_for(rig.door, "the apps' address")
-    switched = rig.rigctl("switch", "apps", timeout=400)
-    assert switched.returncode == 0, switched.stdout + switched.stderr
+    rig.serve_behind_the_door("apps")
     yield rig
     rig.cleanup()
 

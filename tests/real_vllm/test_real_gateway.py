@@ -15,7 +15,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionToolParam
 
-from tests.real_vllm.conftest import RealRig
+from tests.real_vllm.conftest import DoorRealRig, RealRig
 from tests.support.serving import while_probed
 
 TOOLS: list[ChatCompletionToolParam] = [
@@ -30,16 +30,6 @@ TOOLS: list[ChatCompletionToolParam] = [
 ]
 
 
-class DoorRealRig(RealRig):
-    door: subprocess.Popen[str] | None = None
-
-    def cleanup(self) -> None:
-        if self.door is not None:
-            self.door.terminate()
-            self.door.wait(30)
-        super().cleanup()
-
-
 @pytest.fixture(scope="module")
 def door_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorRealRig]:
     rig = DoorRealRig(tmp_path_factory.mktemp("real-door") / "home")
@@ -47,10 +37,7 @@ def door_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorRealRig]:
     rig.add_tiny("tools", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=1)
     # the tiny model's whole 32,768 positions: a stream long enough that no switch can start after it ended
     rig.add_tiny("tools-b", enable_auto_tool_choice=True, tool_call_parser="hermes", max_num_seqs=8, max_model_len=32768)
-    rig.door = rig.popen("gateway", "--listen", f"127.0.0.1:{rig.port}")
-    rig.wait_for(rig.door, "the apps' address")
-    switched = rig.rigctl("switch", "tools", timeout=400)
-    assert switched.returncode == 0, switched.stdout + switched.stderr
+    rig.serve_behind_the_door("tools")
     yield rig
     rig.cleanup()
 
