@@ -8,9 +8,9 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rigctl.config import RemoteRig
 from rigctl.errors import ExitCode, RigctlError, one_line
 from rigctl.remote.ssh import run_remote
+from rigctl.rig_table import RemoteRig
 
 # `rigctl switch`'s exit codes, as the TUI says them
 SWITCH_ENDINGS = {

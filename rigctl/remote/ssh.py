@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rigctl import __version__
-from rigctl.config import RemoteRig
 from rigctl.errors import RigctlError, one_line
+from rigctl.rig_table import RemoteRig
 
 MARK = "\x1erigctl-remote:"  # a record separator first: no line rigctl or a shell prints starts with it
 SSH_FAILED = 255  # ssh's own exit status for a failure of its own; rigctl never exits with it

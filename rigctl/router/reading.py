@@ -8,9 +8,9 @@ import os
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from rigctl.config import RemoteRig
 from rigctl.engine.http_get import HttpGet, ProtocolError
 from rigctl.redact import redact_text
+from rigctl.rig_table import RemoteRig
 
 READ_LIMIT = 1024 * 1024  # a /v1/models answer is a few hundred bytes per model
 

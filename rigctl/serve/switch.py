@@ -28,8 +28,8 @@ from rigctl.serve.launchers import launcher_of
 from rigctl.serve.lock import RigLock
 from rigctl.serve.looked import left_behind
 from rigctl.serve.steps import Prepared, boot, boot_timeout, prepare, rollback_timeout, stop_server
+from rigctl.serve.switch_words import booted_context, switched_words
 from rigctl.serve.verify_spec import apps_lose, tool_flags_missing
-from rigctl.state import boots
 from rigctl.state.journal import Action, SwitchStatus, append_ending
 from rigctl.state.serving import RunningServer, find_running
 from rigctl.state.statefiles import ActiveState, ActiveStatus, read_record, read_state, write_state
@@ -239,7 +239,7 @@ def _transaction(
     target = profile.name
     record, launcher = running.record, launcher_of(running, ctx.launcher, ctx.settings)
     ctx.interrupt.touched = True
-    context_before = _booted_context(record.profile if record else None)
+    context_before = booted_context(record.profile if record else None)
     if record and launcher:
         try:
             stop_server(ctx, record, launcher)
@@ -255,15 +255,7 @@ def _transaction(
     if attempt.ok and door is not None and options.verify and options.apps_judge:
         attempt = door.judged_by_the_apps(ctx, attempt)
     if attempt.ok:
-        verified = f"; {attempt.verification.summary()}" if attempt.verification else ""
-        message = f"switched to {target} in {attempt.seconds:.1f} s" + _pool(attempt) + verified
-        after = attempt.report.concurrency_len
-        if context_before and after and after != context_before:
-            # a router told the old figure (rigctl rigs --litellm) routes by it until told again
-            message += (
-                f"; the context changed {context_before:,} -> {after:,}: a router routing by it needs its config again "
-                "(rigctl rigs --litellm --out DIR, then restart the proxy)"
-            )
+        message = switched_words(target, attempt, context_before)
         _state(ctx, "serving", target, last_good if options.fallback else target, message)
         ctx.say("outcome", message, target)
         return SwitchOutcome("switched", target, ExitCode.OK, message, attempt)
@@ -332,25 +324,6 @@ def _left(ctx: ServeContext, target: str, last_good: str | None, since: float) -
     message = f"left at the second Ctrl-C during the switch to {target}: {left_behind(ctx, since)}"
     _state(ctx, "interrupted", None, last_good, message)
     return SwitchOutcome("interrupted", target, ExitCode.ROLLBACK_FAILED, message)
-
-
-def _booted_context(profile: str | None) -> int | None:
-    """The max_model_len the last boot of `profile` reported (its boot record); None unknown."""
-    if profile is None:
-        return None
-    try:
-        records = boots.read_all()
-    except (OSError, DamagedFile):
-        return None
-    return next((r.max_model_len for r in reversed(records) if r.profile == profile), None)
-
-
-def _pool(result: BootResult) -> str:
-    report = result.report
-    if report.pool_tokens is None:
-        return ""
-    at = f" at {report.concurrency_len:,}" if report.concurrency_len else ""
-    return f"; KV capacity{at}: {report.pool_tokens:,} tokens ({report.max_concurrency or 0:.2f}x)"
 
 
 def start(

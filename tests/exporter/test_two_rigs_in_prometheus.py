@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from rigctl.config import RemoteRig, Settings
+from rigctl.config import Settings
 from rigctl.exporter.rigs import rigs_view
+from rigctl.rig_table import RemoteRig
 from tests.faults.rig import Rig
 from tests.support.serving import free_port
 from tests.support.waiting import wait_until

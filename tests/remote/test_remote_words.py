@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from rigctl import __version__
 from rigctl.cli.remote import remote_words
-from rigctl.config import RemoteRig
 from rigctl.remote.ssh import MARK, ssh_argv
+from rigctl.rig_table import RemoteRig
 
 WORDS = st.lists(st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]), max_size=12), max_size=5)
 

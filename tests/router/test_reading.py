@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rigctl.config import RemoteRig
+from rigctl.rig_table import RemoteRig
 from rigctl.router.reading import ServedModel, read_rig
 from tests.support.serving import free_port
 
