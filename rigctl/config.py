@@ -16,7 +16,7 @@ from rigctl import paths
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.rig_table import RemoteRig, remote_rigs
-from rigctl.rules import Amount, Choice, Command, Count, Flag, Fraction, Rule, RuleError, Seconds, Text, Url
+from rigctl.rules import Amount, Choice, Command, Count, Flag, Fraction, Listen, Rule, RuleError, Seconds, Text, Url, complaint
 from rigctl.toml_lines import key_lines, line_of
 
 LAUNCHERS = ("process", "systemd", "docker")
@@ -156,9 +156,9 @@ RULES: dict[str, Rule] = {
     "supervise_restart": Flag(),
     "supervise_max_restarts": Count("restarts an hour"),
     "supervise_start_on_boot": Flag(),
-    "exporter_listen": Text(),
+    "exporter_listen": Listen(),
     "exporter_rig": Text(),
-    "gateway_listen": Text(),
+    "gateway_listen": Listen(empty_ok=True),
     "gateway_hold_s": Seconds(),
     "gateway_hold_requests": Count("requests"),
     "gateway_hold_mb": Count("MiB"),
@@ -259,7 +259,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
     try:
         return RULES[name].parse(value)
     except RuleError as exc:
-        raise BadInputError(f"{where}: {exc}") from None
+        raise BadInputError(f"{where}: {complaint(exc, value)}") from None
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:

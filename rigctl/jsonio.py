@@ -19,6 +19,23 @@ from typing import Any, TypeVar
 
 from rigctl.errors import RigctlError, UnsafePath
 from rigctl.files import open_own, read_own
+from rigctl.rules import (
+    AnyOf,
+    Anything,
+    Choice,
+    Count,
+    Flag,
+    IsA,
+    ListOf,
+    Maybe,
+    Null,
+    Number,
+    Rule,
+    RuleError,
+    Table,
+    Text,
+    complaint,
+)
 
 T = TypeVar("T")
 
@@ -91,74 +108,68 @@ def loads_strict(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_no_constant)
 
 
-def _matches(value: Any, kind: Any) -> bool:
+def of_type(kind: Any) -> Rule:
+    """The rule a field's type implies (rigctl/rules.py), where its dataclass declares none in the
+    field's metadata (`field(metadata={"rule": Count("a TCP port", 1, 65535)})`)."""
     origin = typing.get_origin(kind)
     if kind is Any:
-        return True
+        return Anything()
     if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, k) for k in typing.get_args(kind))
+        options = [k for k in typing.get_args(kind) if k is not type(None)]
+        rule = of_type(options[0]) if len(options) == 1 else AnyOf(tuple(of_type(k) for k in options))
+        return Maybe(rule) if len(options) < len(typing.get_args(kind)) else rule
     if kind is type(None):
-        return value is None
+        return Null()
     if origin is typing.Literal:  # a state's vocabulary: one of its words, nothing else
-        return isinstance(value, str) and value in typing.get_args(kind)
+        return Choice(tuple(str(word) for word in typing.get_args(kind)))
     if kind is float:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return abs(value) < 2**1023  # an int a float can hold
-        return isinstance(value, float) and math.isfinite(value)
+        return Number()
     if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin in (tuple, list):
+        return Count(low=None)
+    if kind is str:
+        return Text()
+    if kind is bool:
+        return Flag()
+    if origin in (tuple, list) or kind in (tuple, list):
         inner = typing.get_args(kind)
-        return isinstance(value, list) and all(_matches(v, inner[0]) for v in value) if inner else isinstance(value, list)
-    if origin is dict:
-        return isinstance(value, dict)
-    return isinstance(value, kind)
+        return ListOf(of_type(inner[0]) if inner else Anything(), as_tuple=origin is tuple or kind is tuple)
+    if origin is dict or kind is dict:
+        return Table()
+    return IsA(kind)
 
 
-@functools.lru_cache(maxsize=32)
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)  # resolving annotations costs more than reading the file
+@functools.lru_cache(maxsize=64)
+def _field_rules(cls: type) -> tuple[tuple[str, Rule, bool], ...]:
+    """Each field's (name, rule, required); resolving annotations costs more than reading the file."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (
+            f.name,
+            f.metadata.get("rule") or of_type(hints[f.name]),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(cls)
+    )
 
 
 def build(cls: type[T], data: dict[str, Any], path: Path) -> T:
-    """An instance of dataclass `cls` from `data`: unknown keys are ignored, missing keys take
-    their defaults, and a missing required key or a value of the wrong type is DamagedFile."""
-    hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy's Hashable check misses it
+    """An instance of dataclass `cls` from `data`, each field by its rule: unknown keys are
+    ignored, missing keys take their defaults, and a missing required key or a value its rule
+    refuses is DamagedFile (`'since': must be a finite number, not 'yesterday'`)."""
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise DamagedFile(path, f"no {f.name!r}")
+    for name, rule, required in _field_rules(cls):  # type: ignore[arg-type]  # a class is hashable; mypy misses it
+        if name not in data:
+            if required:
+                raise DamagedFile(path, f"no {name!r}")
             continue
-        value = data[f.name]
-        if not _matches(value, hints[f.name]):
-            raise DamagedFile(path, f"{f.name!r} is {json.dumps(value)[:40]}, not {_describe(hints[f.name])}")
-        if isinstance(value, list) and _wants_tuple(hints[f.name]):
-            value = tuple(value)
-        values[f.name] = float(value) if hints[f.name] is float else value
+        try:
+            values[name] = rule.parse(data[name])
+        except RuleError as exc:
+            raise DamagedFile(path, f"{name!r}: {complaint(exc, data[name])}") from None
     try:
         return cls(**values)
     except (ValueError, TypeError) as exc:  # a class's own range checks (a port of 70000, a pid of -5)
         raise DamagedFile(path, str(exc)) from None
-
-
-def _wants_tuple(kind: Any) -> bool:
-    if typing.get_origin(kind) is tuple:
-        return True
-    return typing.get_origin(kind) in (typing.Union, types.UnionType) and any(
-        typing.get_origin(k) is tuple for k in typing.get_args(kind)
-    )
-
-
-def _describe(kind: Any) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null"}
-    if typing.get_origin(kind) in (typing.Union, types.UnionType):
-        return " or ".join(_describe(k) for k in typing.get_args(kind))
-    if typing.get_origin(kind) in (tuple, list):
-        return "a list"
-    if typing.get_origin(kind) is typing.Literal:
-        return "one of " + ", ".join(json.dumps(word) for word in typing.get_args(kind))
-    return names.get(kind, getattr(kind, "__name__", str(kind)))
 
 
 def append_line(path: Path, value: dict[str, Any]) -> None:

@@ -1,21 +1,21 @@
-"""HOST:PORT as the services that listen take it (the exporter, the front door): one reading, and
-one rule for what counts as loopback."""
+"""HOST:PORT as the services that listen take it (the exporter, the front door): one reading (the
+rule rules.Listen, which config.toml's listen keys pass too), and one rule for what counts as loopback."""
 
 from __future__ import annotations
 
 import ipaddress
 
 from rigctl.errors import BadInputError
+from rigctl.rules import Listen, RuleError, complaint
 
 
 def parse_listen(text: str, where: str, any_port: bool = False) -> tuple[str, int]:
     """HOST:PORT ([v6]:PORT for IPv6) -> (host, port); BadInputError naming `where` otherwise.
     `any_port`: port 0 (the kernel's pick, said once bound) is taken too."""
-    host, sep, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or not (0 if any_port else 1) <= int(port) < 65536:
-        raise BadInputError(f"{where}: {text!r} is not HOST:PORT (e.g. 127.0.0.1:9477)")
-    return host, int(port)
+    try:
+        return Listen(any_port).split(text)
+    except RuleError as exc:
+        raise BadInputError(f"{where}: {complaint(exc, text)}") from None
 
 
 def is_loopback(host: str) -> bool:

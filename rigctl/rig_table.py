@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rigctl.errors import BadInputError
+from rigctl.rules import ListOf, Rule, Shaped, Text, take
 from rigctl.toml_lines import line_of
 
 
@@ -42,28 +43,24 @@ def remote_rigs(tables: Any, path: Path, lines: dict[tuple[str, ...], int]) -> t
         for key in entries:
             if key not in RIG_KEYS:
                 raise BadInputError(f"{where}.{key}: not a setting (in [rigs.{name}]: {', '.join(RIG_KEYS)})")
-        ssh, rigctl, options = entries.get("ssh", ""), entries.get("rigctl", "rigctl"), entries.get("ssh_options", [])
-        url, key_env = entries.get("url", ""), entries.get("api_key_env", "")
         if "ssh" not in entries and "url" not in entries:
             raise BadInputError(
                 f'{where}: needs ssh (to drive it: ssh = "me@{name}") or url (where its apps connect: '
                 f'url = "http://{name}:8000"), or both'
             )
-        if "ssh" in entries and (not isinstance(ssh, str) or not ssh or ssh.startswith("-") or any(c.isspace() for c in ssh)):
-            raise BadInputError(f'{where}.ssh: must be the destination ssh takes, e.g. "me@{name}" (no spaces, no leading -)')
-        if "url" in entries and not _rig_url(url):
-            raise BadInputError(
-                f'{where}.url: must be the http(s) address its apps connect to, e.g. "http://{name}:8000" '
-                "(scheme, host and port; no path, no user or password)"
-            )
-        if not isinstance(key_env, str) or (key_env and not key_env.replace("_", "").isalnum()):
-            raise BadInputError(f'{where}.api_key_env: must be the name of an environment variable, e.g. "BOX2_API_KEY"')
-        if not isinstance(rigctl, str) or not rigctl.strip():
-            raise BadInputError(f'{where}.rigctl: must be rigctl\'s path on that rig, e.g. "~/.local/bin/rigctl"')
-        if not isinstance(options, list) or not all(isinstance(o, str) and o for o in options):
-            raise BadInputError(f'{where}.ssh_options: must be a list of ssh arguments, e.g. ["-p", "2222"]')
+        values = {
+            key: take(entries, key, RIG_RULES[key], f"{path}:{line_of(lines, 'rigs', name, key)}", default, f"rigs.{name}")
+            for key, default in RIG_DEFAULTS.items()
+        }
         rigs.append(
-            RemoteRig(name=name, ssh=ssh, rigctl=rigctl, ssh_options=tuple(options), url=url.rstrip("/"), api_key_env=key_env)
+            RemoteRig(
+                name=name,
+                ssh=values["ssh"],
+                rigctl=values["rigctl"],
+                ssh_options=values["ssh_options"],
+                url=values["url"].rstrip("/"),
+                api_key_env=values["api_key_env"],
+            )
         )
     return tuple(rigs)
 
@@ -87,3 +84,27 @@ def _rig_url(value: object) -> bool:
         and not parsed.query
         and not parsed.fragment
     )
+
+
+def _ssh_destination(value: str) -> bool:
+    return bool(value) and not value.startswith("-") and not any(c.isspace() for c in value)
+
+
+def _env_name(value: str) -> bool:
+    return not value or value.replace("_", "").isalnum()
+
+
+# Each key's rule (rigctl/rules.py): the destination and options go to ssh as argv words, so one
+# that ssh would read as an option is refused rather than passed on.
+RIG_RULES: dict[str, Rule] = {
+    "ssh": Shaped(Text(), _ssh_destination, 'the destination ssh takes, e.g. "me@box2" (no spaces, no leading -)'),
+    "rigctl": Text('rigctl\'s path on that rig, e.g. "~/.local/bin/rigctl"', filled=True),
+    "ssh_options": ListOf(Text(filled=True), 'a list of ssh arguments, e.g. ["-p", "2222"]'),
+    "url": Shaped(
+        Text(),
+        _rig_url,
+        'the http(s) address its apps connect to, e.g. "http://box2:8000" (scheme, host and port; no path, no user or password)',
+    ),
+    "api_key_env": Shaped(Text(), _env_name, 'the name of an environment variable, e.g. "BOX2_API_KEY"'),
+}
+RIG_DEFAULTS: dict[str, Any] = {"ssh": "", "rigctl": "rigctl", "ssh_options": (), "url": "", "api_key_env": ""}

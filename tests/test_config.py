@@ -43,11 +43,11 @@ def test_defaults_then_file_then_env_each_with_its_source() -> None:
     ("text", "expected"),
     [
         ("[tui]\nthem = 1\n", ":2: tui.them: not a setting (in [tui]: rig_interval, metrics_interval, theme)"),
-        ('[server]\nlauncher = "podman"\n', ":2: server.launcher: 'podman' is not one of process, systemd, docker"),
+        ('[server]\nlauncher = "podman"\n', ":2: server.launcher: must be one of process, systemd, docker, not 'podman'"),
         ('\n[tui]\nrig_interval = "fast"\n', ":3: tui.rig_interval: must be a non-negative number of seconds"),
         ("[gui]\nx = 1\n", ":1: gui: not a config table"),
         ("[tui\n", "invalid TOML"),
-        ('[rigs.box2]\nssh = "-oProxyCommand=x"\n', ":1: rigs.box2.ssh: must be the destination ssh takes"),
+        ('[rigs.box2]\nssh = "-oProxyCommand=x"\n', ":2: rigs.box2.ssh: must be the destination ssh takes"),
         (
             '[rigs.box2]\nssh = "me@box2"\nport = 22\n',
             ":1: rigs.box2.port: not a setting (in [rigs.box2]: ssh, rigctl, ssh_options, url, api_key_env)",

@@ -31,6 +31,7 @@ from rigctl.bench.trace import RECORDED, REPLAYED, TracedRequest, parse_window, 
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.gateway.recording import recorded_files, recordings_dir
+from rigctl.rules import Amount, Command, Count, Flag, ListOf, Number, Seconds, Text
 
 
 def plans_dir() -> Path:
@@ -104,6 +105,24 @@ GATE_KEYS = ("metric", "direction", "min_change", "guard", "min_requests")
 QUALITY_KEYS = ("command", "timeout_s")
 GUARD_KEYS = ("metric", "max_regression")
 
+# Each key's rule, declared once (rigctl/rules.py), its message in the key's unit.
+PROFILE_NAMES = ListOf(Text(filled=True), 'a list of profile names, e.g. ["awq", "autoround"]')
+QUALITY_COMMAND = Command('["./my-eval.sh"]', line_ok=False)
+CONCURRENCY = Count("requests at a time", 1)
+REQUESTS = Count("requests", 1)
+WARMUP = Count("requests")
+TOKENS = Count("tokens", 1)
+SHARED_TOKENS = Count("tokens")
+SEED = Count()
+DURATION = Seconds(positive=True)
+INTERVAL = Seconds(positive=True)
+TIMEOUT = Seconds(positive=True)
+RATE = Amount("requests a second", positive=True)
+SPEED = Number("times the recorded pace", 0, positive=True)
+TEMPERATURE = Number(low=0)
+MIN_CHANGE = Number("", 0, 10, positive=True)  # a relative gain: 0.05 is 5%
+MAX_REGRESSION = Number("", 0)  # a relative loss: 0.05 is 5% worse
+
 
 def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
     """The plan in `text`, every key checked; `read_inputs`: read its trace or dataset too (a kept
@@ -118,9 +137,7 @@ def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
         raise PlanError([f"{path}:{line}: invalid TOML: {message}" if line else f"{path}: invalid TOML: {message}"]) from exc
     check = PlanChecker(path, text)
     check.unknown(data, TOP, ())
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        check.problem(("description",), f"must be a string, not {description!r}")
+    description = check.value(data, "description", (), Text(), "")
     control = check.text(data, "control", ())
     candidates = _candidates(check, data)
     if "control" not in data:
@@ -146,7 +163,7 @@ def parse_plan(path: Path, text: str, read_inputs: bool = True) -> BenchPlan:
         name=path.stem,
         path=path,
         text=text,
-        description=str(description),
+        description=description or "",
         control=control,
         candidates=candidates,
         order=order,
@@ -163,9 +180,10 @@ def _candidates(check: PlanChecker, data: dict[str, Any]) -> tuple[str, ...] | N
         check.problem(("candidates",), "give candidate or candidates, not both")
         return None
     if "candidates" in data:
-        value = data["candidates"]
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-            check.problem(("candidates",), 'must be a list of profile names, e.g. ["awq", "autoround"]')
+        value = check.value(data, "candidates", (), PROFILE_NAMES)
+        if value == ():
+            check.problem(("candidates",), PROFILE_NAMES.needs())
+        if not value:
             return None
         if len(set(value)) != len(value):
             check.problem(("candidates",), "names a profile twice")
@@ -219,12 +237,13 @@ def _quality(check: PlanChecker, data: dict[str, Any]) -> Quality | None:
         return None
     q = ("quality",)
     check.unknown(table, QUALITY_KEYS, q)
-    command = table.get("command")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
-        check.problem((*q, "command"), 'must be a command as a list of strings, e.g. ["./my-eval.sh"] (never a shell string)')
+    command = check.value(table, "command", q, QUALITY_COMMAND)
+    if command is None:
+        if "command" not in table:
+            check.problem((*q, "command"), QUALITY_COMMAND.needs())
         return None
-    timeout = check.real(table, "timeout_s", q, 600.0)
-    return Quality(tuple(command), timeout or 600.0)
+    timeout = check.value(table, "timeout_s", q, TIMEOUT, 600.0)
+    return Quality(command, timeout or 600.0)
 
 
 def _workload(check: PlanChecker, data: dict[str, Any]) -> Workload | None:
@@ -256,11 +275,11 @@ def _workload(check: PlanChecker, data: dict[str, Any]) -> Workload | None:
     if "kind" not in table and not owners:
         check.problem(w, "kind is missing: one of " + ", ".join(KINDS) + " (or trace = / dataset = your own)")
     kind = KINDS.get(kind_name or "", KINDS["chat-short"])
-    concurrency = check.whole(table, "concurrency", w, 4, 1)
+    concurrency = check.value(table, "concurrency", w, CONCURRENCY, 4)
     if "requests" in table and "max_requests" in table:
         check.problem((*w, "max_requests"), "give requests or max_requests, not both")
-    requests = check.whole(table, "max_requests" if "max_requests" in table else "requests", w, None, 1)
-    duration = check.real(table, "duration_s", w, None)
+    requests = check.value(table, "max_requests" if "max_requests" in table else "requests", w, REQUESTS)
+    duration = check.value(table, "duration_s", w, DURATION)
     if requests is not None and duration is not None:
         check.problem((*w, "duration_s"), "give requests or duration_s, not both")
     if requests is None and duration is None and "requests" not in table and "duration_s" not in table and not owners:
@@ -268,11 +287,11 @@ def _workload(check: PlanChecker, data: dict[str, Any]) -> Workload | None:
     arrival = check.text(table, "arrival", w, default="recorded" if trace else "burst", choices=ARRIVALS)
     if arrival == "recorded" and not trace:
         check.problem((*w, "arrival"), 'arrival = "recorded" replays a trace\'s own times: it needs trace = ...')
-    speed = check.real(table, "speed", w, 1.0)
+    speed = check.value(table, "speed", w, SPEED, 1.0)
     if "speed" in table and arrival != "recorded":
         check.problem((*w, "speed"), 'speed compresses recorded arrivals: it is for arrival = "recorded"')
-    interval = check.real(table, "interval_s", w, None)
-    rate = check.real(table, "rate_per_s", w, None)
+    interval = check.value(table, "interval_s", w, INTERVAL)
+    rate = check.value(table, "rate_per_s", w, RATE)
     if arrival == "interval" and interval is None and "interval_s" not in table:
         check.problem((*w, "arrival"), 'arrival = "interval" needs interval_s (seconds between requests)')
     if arrival == "poisson" and rate is None and "rate_per_s" not in table:
@@ -280,20 +299,18 @@ def _workload(check: PlanChecker, data: dict[str, Any]) -> Workload | None:
     for key, wanted in (("interval_s", "interval"), ("rate_per_s", "poisson")):
         if key in table and arrival and arrival != wanted:
             check.problem((*w, key), f'{key} is for arrival = "{wanted}"; this plan\'s arrival is {arrival!r}')
-    prompt = check.whole(table, "prompt_tokens", w, kind.prompt_tokens, 1)
-    shared = check.whole(table, "shared_prefix_tokens", w, kind.shared_prefix_tokens, 0)
+    prompt = check.value(table, "prompt_tokens", w, TOKENS, kind.prompt_tokens)
+    shared = check.value(table, "shared_prefix_tokens", w, SHARED_TOKENS, kind.shared_prefix_tokens)
     if prompt is not None and shared is not None and shared >= prompt:
         check.problem(
             (*w, "shared_prefix_tokens"), f"must be below prompt_tokens ({prompt}): every request needs a tail of its own"
         )
-    max_tokens = check.whole(table, "max_tokens", w, kind.max_tokens, 1)
-    seed = check.whole(table, "seed", w, 1, 0)
-    warmup = check.whole(table, "warmup_requests", w, concurrency or 4, 0)
-    temperature = check.real(table, "temperature", w, 0.0, above=False)
-    ignore_eos = table.get("ignore_eos", True)
-    if not isinstance(ignore_eos, bool):
-        check.problem((*w, "ignore_eos"), f"must be true or false, not {ignore_eos!r}")
-    timeout = check.real(table, "timeout_s", w, 600.0)
+    max_tokens = check.value(table, "max_tokens", w, TOKENS, kind.max_tokens)
+    seed = check.value(table, "seed", w, SEED, 1)
+    warmup = check.value(table, "warmup_requests", w, WARMUP, concurrency or 4)
+    temperature = check.value(table, "temperature", w, TEMPERATURE, 0.0)
+    ignore_eos = check.value(table, "ignore_eos", w, Flag(), True)
+    timeout = check.value(table, "timeout_s", w, TIMEOUT, 600.0)
     values = (kind_name, concurrency, arrival, prompt, shared, max_tokens, seed, warmup, temperature, timeout, speed)
     if any(v is None for v in values) or (requests is None and duration is None and not owners):
         return None
@@ -350,7 +367,7 @@ def _gate(check: PlanChecker, data: dict[str, Any]) -> Gate | None:
     if metric and direction and direction != natural:
         check.problem((*g, "direction"), f"{metric} is better {natural}; direction = {direction!r} would promote a worse candidate")
         direction = None
-    min_change = check.real(table, "min_change", g, None, maximum=10.0)
+    min_change = check.value(table, "min_change", g, MIN_CHANGE)
     if "min_change" not in table:
         check.problem(g, "min_change is missing: the smallest relative gain that counts (0.05 = 5%), written before the run")
     guards = []
@@ -367,12 +384,12 @@ def _gate(check: PlanChecker, data: dict[str, Any]) -> Gate | None:
             continue
         check.unknown(guard, GUARD_KEYS, where)
         guard_metric = _metric(check, guard, where)
-        limit = check.real(guard, "max_regression", where, None, above=False)
+        limit = check.value(guard, "max_regression", where, MAX_REGRESSION)
         if "max_regression" not in guard:
             check.problem(where, "max_regression is missing (0.05 = at most 5% worse than the controls)")
         if guard_metric and limit is not None:
             guards.append(Guard(guard_metric, limit))
-    min_requests = check.whole(table, "min_requests", g, MIN_REQUESTS, 1)
+    min_requests = check.value(table, "min_requests", g, REQUESTS, MIN_REQUESTS)
     if metric is None or direction is None or min_change is None or min_requests is None:
         return None
     return Gate(metric, "higher" if direction == "higher" else "lower", min_change, tuple(guards), min_requests)

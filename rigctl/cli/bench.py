@@ -261,9 +261,9 @@ def _list(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace, name: str) -> int:
     """The plan's control on N fresh servers; the spread of each figure kept as the rig's noise."""
     from rigctl.bench.calibrate import MAX_RUNS, MIN_RUNS, calibrate
+    from rigctl.rules import Count
 
-    if not MIN_RUNS <= args.runs <= MAX_RUNS:
-        raise BadInputError(f"--runs must be between {MIN_RUNS} and {MAX_RUNS} (each is a fresh boot)")
+    common.check_flags(args, {"runs": Count("fresh boots", MIN_RUNS, MAX_RUNS)})
     plan = load_plan(name)
     console = Console(args.verbose, args.progress)
     ctx = make_context(args, console.event)

@@ -6,6 +6,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from rigctl.rules import Rule
+
 from rigctl import jsonio
 from rigctl.backends import open_backend, selected_sim
 from rigctl.cli.commands import help_of
@@ -112,3 +115,19 @@ def served_endpoint(url: str | None, flag: str = "--url") -> tuple[str, str | No
     if running.record is None or running.view is None:
         raise RigctlError(f"no server to ask: rigctl has not started one here (give {flag}, or set [server] endpoint)")
     return running.record.base_url, running.view.api_key(running.record), running.record.pid
+
+
+def check_flags(args: argparse.Namespace, rules: dict[str, Rule]) -> None:
+    """Each flag given (not None) by its rule (rigctl/rules.py, the one a config key of the same
+    meaning takes): `--tp: must be a whole number of GPUs of at least 1, not 0`."""
+    from rigctl.errors import BadInputError
+    from rigctl.rules import RuleError, complaint
+
+    for name, rule in rules.items():
+        value = getattr(args, name)
+        if value is None:
+            continue
+        try:
+            setattr(args, name, rule.parse(value))
+        except RuleError as exc:
+            raise BadInputError(f"--{name.replace('_', '-')}: {complaint(exc, value)}") from None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from rigctl import fmt
 from rigctl.cli import common
-from rigctl.errors import BadInputError, NoDriverError
+from rigctl.errors import NoDriverError
 
 if TYPE_CHECKING:
     from rigctl.fit.answer import FitAnswer
@@ -50,18 +50,24 @@ def register(sub: common.Subparsers) -> None:
 
 
 def _check_ranges(args: argparse.Namespace) -> None:
-    for name in ("tp", "dp", "max_model_len", "max_num_seqs", "max_num_batched_tokens"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise BadInputError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.num_speculative_tokens is not None and args.num_speculative_tokens < 0:
-        raise BadInputError("--num-speculative-tokens must be 0 or more")
-    if args.gpu_memory_utilization is not None and not 0 < args.gpu_memory_utilization <= 1:
-        raise BadInputError("--gpu-memory-utilization must be in (0, 1]")
-    for name in ("weights_gib", "available_kv_gib"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise BadInputError(f"--{name.replace('_', '-')} must be positive")
+    from rigctl.profiles.validate import DRAFT_TOKENS, VLLM_RULES
+    from rigctl.rules import Amount, Count
+
+    # the flags that stand for a profile's [vllm] keys take those keys' rules
+    common.check_flags(
+        args,
+        {
+            "tp": VLLM_RULES["tensor_parallel_size"],
+            "dp": VLLM_RULES["data_parallel_size"],
+            "max_model_len": Count("tokens", 1),
+            "max_num_seqs": VLLM_RULES["max_num_seqs"],
+            "max_num_batched_tokens": Count("tokens", 1),
+            "num_speculative_tokens": Count(DRAFT_TOKENS.unit),  # 0: off, here
+            "gpu_memory_utilization": VLLM_RULES["gpu_memory_utilization"],
+            "weights_gib": Amount("GiB", positive=True),
+            "available_kv_gib": Amount("GiB", positive=True),
+        },
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -78,12 +78,9 @@ def run(args: argparse.Namespace, who: str = "gateway") -> int:
     if args.status:
         return _status(args)
     settings = load_settings()
-    if args.grace < 0:
-        raise BadInputError("--grace must be a number of seconds, 0 or more")
-    if args.duration is not None and not args.duration > 0:
-        raise BadInputError("--duration must be a number of seconds above 0")
-    if args.max_requests is not None and args.max_requests < 1:
-        raise BadInputError("--max-requests must be at least 1")
+    from rigctl.rules import Count, Seconds
+
+    common.check_flags(args, {"grace": Seconds(), "duration": Seconds(positive=True), "max_requests": Count("requests", 1)})
     if args.max_requests is not None and not (args.record or args.out or settings.gateway_record):
         raise BadInputError("--max-requests counts recorded requests: give --record or --out too")
     if os.environ.get("LISTEN_PID") == str(os.getpid()) and not args.listen:

@@ -54,8 +54,9 @@ def gpus_json(snapshot: RigSnapshot) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.interval <= 0:
-        raise_bad("--interval must be positive")
+    from rigctl.rules import Count, Seconds
+
+    common.check_flags(args, {"interval": Seconds(positive=True), "count": Count("samples", 1)})
     sampler = common.open_sampler(args, with_host=False)
     count = args.count if args.count is not None else (None if args.watch else 1)
     taken = 0

@@ -24,6 +24,7 @@ from rigctl.files import read_input
 from rigctl.gpu.holders import serving_gpus
 from rigctl.gpu.model import GpuSample
 from rigctl.gpu.sampler import RigSampler
+from rigctl.rules import Count, Seconds
 from rigctl.vllm.metric_names import SNAPSHOT_NAMES, P
 
 
@@ -85,12 +86,12 @@ def run(args: argparse.Namespace) -> int:
         if len(args.file) == 1:
             _emit(args, first, None)
             return 0
-        if args.seconds is None or args.seconds <= 0:
+        if args.seconds is None:
             raise BadInputError("two --file scrapes need --seconds: the time between them")
+        common.check_flags(args, {"seconds": Seconds(positive=True)})
         _emit(args, _load_file(args.file[1]), interval(first, _load_file(args.file[1]), args.seconds))
         return 0
-    if args.interval <= 0:
-        raise BadInputError("--interval must be positive")
+    common.check_flags(args, {"interval": Seconds(positive=True), "count": Count("intervals", 1)})
     url, key, pid = common.served_endpoint(args.url)
     try:
         sampler: RigSampler | None = common.open_sampler(args, with_host=False)

@@ -79,9 +79,9 @@ def litellm(args: argparse.Namespace) -> int:
     from rigctl.config import config_path, load_settings
     from rigctl.router.litellm import CONFIG_FILE, HOOKS_MODULE, RouterOptions, changes, hooks_source, render
     from rigctl.router.reading import read_rig
+    from rigctl.rules import Seconds
 
-    if not 1 <= args.timeout <= 86_400:
-        raise BadInputError(f"--timeout: must be between 1 and 86,400 seconds, not {args.timeout:g}")
+    common.check_flags(args, {"timeout": Seconds(low=1, high=86_400)})
     if not args.master_key_env.replace("_", "").isalnum():
         raise BadInputError(f"--master-key-env: must be the name of an environment variable, not {args.master_key_env!r}")
     rigs = [rig for rig in load_settings().rigs if rig.url]

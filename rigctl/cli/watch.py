@@ -45,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
         except RuleError as exc:
             raise BadInputError(f"--interval: {exc} (as [record] interval)") from None
     args.interval = args.interval if args.interval is not None else settings.record_interval
-    if args.retention_days <= 0:
-        raise BadInputError("--retention-days must be positive")
+    from rigctl.rules import Amount
+
+    common.check_flags(args, {"retention_days": Amount("days", positive=True)})
     stop = StopOnSignal()  # a flag and a pipe: a handler that took a lock could deadlock the loop it stops
     try:
         sampler = common.open_sampler(args, with_host=False)

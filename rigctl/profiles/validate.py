@@ -16,13 +16,28 @@ from rigctl.profiles.envfile import env_file_path
 from rigctl.profiles.lints import lint
 from rigctl.profiles.schema import VERIFY_KEYS, Diagnostic, Profile
 from rigctl.profiles.settings import ResolvedSettings, Setting, gpus_needed, not_one_of, resolve_settings
-from rigctl.rules import RuleError
+from rigctl.rules import PORT, Count, Fraction, ListOf, Rule, RuleError, Text, complaint
 from rigctl.vllm.options import (
     MTP_ALIASES,
     SPEC_METHODS,
     OptionTable,
     parse_human_int,
 )
+
+# The [vllm] keys rigctl itself relies on, each by its rule (rigctl/rules.py); vLLM's option table
+# has checked their type already (a string where a number belongs is said there).
+VLLM_RULES: dict[str, Rule] = {
+    "gpu_memory_utilization": Fraction("each GPU's memory", "0.92", positive=True),
+    "tensor_parallel_size": Count("GPUs", 1),
+    "pipeline_parallel_size": Count("GPUs", 1),
+    "data_parallel_size": Count("replicas", 1),
+    "max_num_seqs": Count("sequences", 1),
+    "api_server_count": Count("processes", 1),
+    "block_size": Count("tokens", 1),
+    "port": PORT,
+}
+DRAFT_TOKENS = Count("draft tokens", 1)
+EXTRA_ARGS = ListOf(Text(), 'a list of strings, as argv words: ["--new-flag", "value"]')
 
 
 def _ranges(profile: Profile, settings: dict[str, Setting]) -> list[Diagnostic]:
@@ -31,22 +46,12 @@ def _ranges(profile: Profile, settings: dict[str, Setting]) -> list[Diagnostic]:
     def bad(dest: str, message: str) -> None:
         out.append(profile.diagnostic("error", f"vllm.{settings[dest].key}", message))
 
-    gmu = settings.get("gpu_memory_utilization")
-    if gmu and not (0 < float(gmu.value) <= 1):
-        bad("gpu_memory_utilization", "must be in (0, 1]: a fraction of each GPU's memory")
-    for dest in (
-        "tensor_parallel_size",
-        "pipeline_parallel_size",
-        "data_parallel_size",
-        "max_num_seqs",
-        "api_server_count",
-        "block_size",
-    ):
-        if dest in settings and settings[dest].value < 1:
-            bad(dest, "must be at least 1")
-    port = settings.get("port")
-    if port and not 1 <= port.value <= 65535:
-        bad("port", "must be a TCP port (1-65535)")
+    for dest, rule in VLLM_RULES.items():
+        if dest in settings:
+            try:
+                rule.parse(settings[dest].value)
+            except RuleError as exc:
+                bad(dest, complaint(exc, settings[dest].value))
     for dest in ("max_model_len", "max_num_batched_tokens", "kv_cache_memory_bytes"):
         if dest in settings:
             number = parse_human_int(settings[dest].value)
@@ -64,8 +69,8 @@ def _ranges(profile: Profile, settings: dict[str, Setting]) -> list[Diagnostic]:
             bad("speculative_config", not_one_of(str(method), tuple(sorted(SPEC_METHODS - MTP_ALIASES))))
         else:
             tokens = config.get("num_speculative_tokens")
-            if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1):
-                bad("speculative_config", "num_speculative_tokens must be a positive integer")
+            if tokens is not None and not DRAFT_TOKENS.accepts(tokens):
+                bad("speculative_config", f"num_speculative_tokens: {complaint(RuleError(DRAFT_TOKENS.needs()), tokens)}")
     return out
 
 
@@ -99,12 +104,10 @@ def _rigctl_table(profile: Profile) -> list[Diagnostic]:
             try:
                 RULES[key].parse(profile.rigctl[key])
             except RuleError as exc:
-                out.append(profile.diagnostic("error", f"rigctl.{key}", str(exc)))
+                out.append(profile.diagnostic("error", f"rigctl.{key}", complaint(exc, profile.rigctl[key])))
     extra = profile.rigctl.get("extra_args")
-    if extra is not None and not (isinstance(extra, list) and all(isinstance(a, str) for a in extra)):
-        out.append(
-            profile.diagnostic("error", "rigctl.extra_args", 'must be a list of strings, as argv words: ["--new-flag", "value"]')
-        )
+    if extra is not None and not EXTRA_ARGS.accepts(extra):
+        out.append(profile.diagnostic("error", "rigctl.extra_args", complaint(RuleError(EXTRA_ARGS.needs()), extra)))
     out += _env_file(profile)
     return out
 
@@ -137,7 +140,7 @@ def _check_value(key: str, value: Any) -> str | None:
     try:
         RULES[LAYOUT["verify"][key]].parse(value)
     except RuleError as exc:
-        return str(exc)
+        return complaint(exc, value)
     return None
 
 

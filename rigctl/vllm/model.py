@@ -14,8 +14,7 @@ from typing import Any
 from rigctl.errors import BadInputError
 from rigctl.files import read_input
 from rigctl.jsonio import loads_strict
-from rigctl.shapes import optional_whole, sequence, whole
-from rigctl.shapes import text as text_of
+from rigctl.rules import REQUIRED, Anything, Count, ListOf, Maybe, Text, take
 
 DTYPE_BYTES = {
     "float32": 4,
@@ -87,17 +86,17 @@ def dims_from_config(raw: dict[str, Any], where: str, name: str = "") -> ModelDi
     nested = raw.get("text_config")
     text = nested if isinstance(nested, dict) else raw
     section = "text_config" if text is not raw else ""
-    layers = whole(text, "num_hidden_layers", where, 1, 1_000, what=section)
-    heads = whole(text, "num_attention_heads", where, 1, 4_096, what=section)
+    layers = whole(text, "num_hidden_layers", where, 1, 1_000, what=section, unit="layers")
+    heads = whole(text, "num_attention_heads", where, 1, 4_096, what=section, unit="heads")
     hidden = whole(text, "hidden_size", where, 1, 1_000_000, what=section)
-    kv_heads = whole(text, "num_key_value_heads", where, 1, heads, heads, what=section)
+    kv_heads = whole(text, "num_key_value_heads", where, 1, heads, heads, what=section, unit="heads")
     if hidden // heads < 1 and text.get("head_dim") is None:
         raise BadInputError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, and no head_dim is given")
     head_dim = whole(text, "head_dim", where, 1, 65_536, hidden // heads, what=section)
     notes: list[str] = []
     types = text.get("layer_types")
     if isinstance(types, list) and types:
-        sequence(types, where, "layer_types", 1_000)
+        take(text, "layer_types", ListOf(Anything(), "a list of layer types", 1_000), where, what=section)
         attention = sum(1 for t in types if t in ("full_attention", "attention"))
         linear = sum(1 for t in types if t == "linear_attention")
         other = sorted({str(t)[:40] for t in types} - {"full_attention", "attention", "linear_attention"})
@@ -105,7 +104,7 @@ def dims_from_config(raw: dict[str, Any], where: str, name: str = "") -> ModelDi
             attention += len(types) - attention - linear
             notes.append(f"layer types {', '.join(other[:5])} are counted as full attention: the pool is a lower bound")
     elif text.get("full_attention_interval") is not None and "linear_num_value_heads" in text:
-        interval = whole(text, "full_attention_interval", where, 1, layers, what=section)
+        interval = whole(text, "full_attention_interval", where, 1, layers, what=section, unit="layers")
         attention = layers // interval
         linear = layers - attention
     else:
@@ -113,8 +112,8 @@ def dims_from_config(raw: dict[str, Any], where: str, name: str = "") -> ModelDi
     gdn = None
     if linear:
         gdn = LinearAttention(
-            whole(text, "linear_num_key_heads", where, 1, 4_096, what=section),
-            whole(text, "linear_num_value_heads", where, 1, 4_096, what=section),
+            whole(text, "linear_num_key_heads", where, 1, 4_096, what=section, unit="heads"),
+            whole(text, "linear_num_value_heads", where, 1, 4_096, what=section, unit="heads"),
             whole(text, "linear_key_head_dim", where, 1, 65_536, what=section),
             whole(text, "linear_value_head_dim", where, 1, 65_536, what=section),
             whole(text, "linear_conv_kernel_dim", where, 1, 1_024, 4, what=section),
@@ -125,8 +124,8 @@ def dims_from_config(raw: dict[str, Any], where: str, name: str = "") -> ModelDi
     )
     architectures = raw.get("architectures")
     architecture = str(architectures[0])[:100] if isinstance(architectures, list) and architectures else "?"
-    mtp = whole(text, "mtp_num_hidden_layers", where, 0, 64, 0, what=section) or whole(
-        text, "num_nextn_predict_layers", where, 0, 64, 0, what=section
+    mtp = whole(text, "mtp_num_hidden_layers", where, 0, 64, 0, what=section, unit="layers") or whole(
+        text, "num_nextn_predict_layers", where, 0, 64, 0, what=section, unit="layers"
     )
     return ModelDims(
         name=name or field_text(raw, "_name_or_path", where, "") or field_text(text, "model_type", where, "model"),
@@ -139,15 +138,16 @@ def dims_from_config(raw: dict[str, Any], where: str, name: str = "") -> ModelDi
         head_dim=head_dim,
         hidden=hidden,
         intermediate=whole(text, "intermediate_size", where, 0, 100_000_000, 0, what=section),
-        vocab=whole(text, "vocab_size", where, 1, 100_000_000, what=section),
+        vocab=whole(text, "vocab_size", where, 1, 100_000_000, what=section, unit="tokens"),
         max_position=whole(
             text,
             "max_position_embeddings",
             where,
             0,
             1_000_000_000,
-            whole(raw, "max_position_embeddings", where, 0, 1_000_000_000, 0),
+            whole(raw, "max_position_embeddings", where, 0, 1_000_000_000, 0, unit="tokens"),
             what=section,
+            unit="tokens",
         ),
         dtype=field_text(text, "torch_dtype", where)
         or field_text(text, "dtype", where)
@@ -156,14 +156,21 @@ def dims_from_config(raw: dict[str, Any], where: str, name: str = "") -> ModelDi
         tied_embeddings=bool(text.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))),
         mtp_layers=mtp,
         linear=gdn,
-        experts=whole(text, "num_experts", where, 0, 100_000, 0, what=section)
-        or whole(text, "n_routed_experts", where, 0, 100_000, 0, what=section),
+        experts=whole(text, "num_experts", where, 0, 100_000, 0, what=section, unit="experts")
+        or whole(text, "n_routed_experts", where, 0, 100_000, 0, what=section, unit="experts"),
         expert_intermediate=whole(text, "moe_intermediate_size", where, 0, 100_000_000, 0, what=section),
         shared_expert_intermediate=whole(text, "shared_expert_intermediate_size", where, 0, 100_000_000, 0, what=section),
         quantization=field_text(quant, "quant_method", where, what="quantization_config") or None,
-        quant_bits=optional_whole(quant, "bits", where, 1, 64, what="quantization_config"),
+        quant_bits=take(quant, "bits", Maybe(Count("bits", 1, 64)), where, None, "quantization_config"),
         notes=tuple(notes),
     )
+
+
+def whole(
+    raw: dict[str, Any], key: str, where: str, low: int, high: int, default: Any = REQUIRED, what: str = "", unit: str = ""
+) -> int:
+    """A count of config.json by the shared rule (rigctl/rules.py Count), its range one anything real has."""
+    return int(take(raw, key, Count(unit, low, high), where, default, what))
 
 
 def field_text(raw: dict[str, Any], key: str, where: str, default: str = "", limit: int = 200, what: str = "") -> str:
@@ -171,7 +178,7 @@ def field_text(raw: dict[str, Any], key: str, where: str, default: str = "", lim
     value = raw.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)[:limit]
-    return text_of(raw, key, where, default, limit, what)
+    return str(take(raw, key, Text(limit=limit), where, default, what))
 
 
 def load_dims(path: Path, name: str = "") -> ModelDims:

@@ -87,16 +87,16 @@ def test_every_mistake_is_named_with_its_line_and_key() -> None:
     expected = [
         "/p/plan.toml:2: candidat: unknown key; did you mean 'candidate'?",
         '/p/plan.toml: candidate = "PROFILE" (or candidates = [...]) is missing: a plan names what it tries',
-        "/p/plan.toml:3: order: 'ABC' is not one of ABA, ABABA",
+        "/p/plan.toml:3: order: must be one of ABA, ABABA, not 'ABC'",
         (
-            "/p/plan.toml:5: workload.kind: 'chat-long' is not one of chat-short, agent-long, prefill-heavy, "
-            "decode-heavy; did you mean 'agent-long'?"
+            "/p/plan.toml:5: workload.kind: must be one of chat-short, agent-long, prefill-heavy, "
+            "decode-heavy, not 'chat-long'; did you mean 'agent-long'?"
         ),
-        "/p/plan.toml:6: workload.concurrency: must be at least 1, not 0",
+        "/p/plan.toml:6: workload.concurrency: must be a whole number of requests at a time of at least 1, not 0",
         "/p/plan.toml:8: workload.duration_s: give requests or duration_s, not both",
         '/p/plan.toml:9: workload.interval_s: interval_s is for arrival = "interval"',
         "/p/plan.toml:11: gate.metric: unknown metric 'output_tok_per_sec'; did you mean 'output_tok_per_s'?",
-        "/p/plan.toml:12: gate.min_change: must be a number, not '5%'",
+        "/p/plan.toml:12: gate.min_change: must be a positive number, at most 10, not '5%'",
         "/p/plan.toml:17: gate.guard.metric: unknown metric 'e2e_p95'",  # the second guard's own line
         "/p/plan.toml:16: gate.guard: max_regression is missing",
     ]

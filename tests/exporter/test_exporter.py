@@ -197,7 +197,7 @@ def test_a_bad_listen_is_one_line(rig: Rig, listen: str) -> None:
     done = rig.rigctl("exporter", "--once", "--listen", listen)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("rigctl: --listen: ") and "is not HOST:PORT" in line
+    assert line.startswith("rigctl: --listen: ") and "must be HOST:PORT" in line
 
 
 def test_a_port_taken_is_one_line(rig: Rig) -> None:

@@ -31,12 +31,12 @@ def one_line(text: str) -> str:
 @pytest.mark.parametrize(
     "changes,said",
     [
-        ({"num_attention_heads": 0}, "num_attention_heads is 0; it must be between 1 and 4,096"),
-        ({"hidden_size": 0}, "hidden_size is 0; it must be between 1 and 1,000,000"),
-        ({"num_hidden_layers": -32}, "num_hidden_layers is -32; it must be between 1 and 1,000"),
-        ({"num_hidden_layers": "32"}, "num_hidden_layers is '32'; it must be a whole number"),
-        ({"vocab_size": 10**400}, "vocab_size is 1000"),
-        ({"num_key_value_heads": 64}, "num_key_value_heads is 64; it must be between 1 and 32"),
+        ({"num_attention_heads": 0}, "num_attention_heads: must be a whole number of heads from 1 to 4,096, not 0"),
+        ({"hidden_size": 0}, "hidden_size: must be a whole number from 1 to 1,000,000, not 0"),
+        ({"num_hidden_layers": -32}, "num_hidden_layers: must be a whole number of layers from 1 to 1,000, not -32"),
+        ({"num_hidden_layers": "32"}, "num_hidden_layers: must be a whole number of layers from 1 to 1,000, not '32'"),
+        ({"vocab_size": 10**400}, "vocab_size: must be a whole number of tokens from 1 to 100,000,000, not 1000"),
+        ({"num_key_value_heads": 64}, "num_key_value_heads: must be a whole number of heads from 1 to 32, not 64"),
     ],
     ids=["zero-heads", "zero-hidden", "negative-layers", "string-count", "400-digits", "more-kv-than-heads"],
 )
@@ -119,9 +119,15 @@ def test_a_broken_config_of_the_profiles_own_model_is_an_error_before_the_stop(r
     rig.add_profile("broken", "").write_text(f'extends = "good"\nmodel = "{model}"\n')
     validated = rig.rigctl("profile", "validate", "broken")
     out = validated.stdout + validated.stderr
-    assert validated.returncode == 2 and f"{model}/config.json: num_attention_heads is 0" in out, out
+    assert (
+        validated.returncode == 2
+        and f"{model}/config.json: num_attention_heads: must be a whole number of heads from 1 to 4,096, not 0" in out
+    ), out
     switched = rig.rigctl("switch", "broken")
-    assert switched.returncode == 2 and "num_attention_heads is 0" in switched.stderr
+    assert (
+        switched.returncode == 2
+        and "num_attention_heads: must be a whole number of heads from 1 to 4,096, not 0" in switched.stderr
+    )
     assert rig.record()["pid"] == pid
 
 

@@ -157,7 +157,7 @@ def test_without_a_driver_the_kv_step_still_answers_when_the_budget_is_given() -
 @pytest.mark.parametrize(
     "args,message",
     [
-        (("--tp", "0"), "rigctl: --tp must be at least 1"),
+        (("--tp", "0"), "rigctl: --tp: must be a whole number of GPUs of at least 1, not 0"),
         (
             ("--model", "Nobody/Nothing"),
             ("rigctl: no config.json for Nobody/Nothing: it is not a local dir and not in the Hugging Face cache"),
@@ -174,7 +174,9 @@ def test_a_broken_config_is_named(tmp_path: Path) -> None:
     bad = tmp_path / "config.json"
     bad.write_text('{"num_hidden_layers": "many"}')
     done = fit("--config", str(bad))
-    assert done.returncode == 2 and done.stderr.startswith(f"rigctl: {bad}: num_hidden_layers is 'many'")
+    assert done.returncode == 2 and done.stderr.startswith(
+        f"rigctl: {bad}: num_hidden_layers: must be a whole number of layers from 1 to 1,000, not 'many'"
+    )
 
 
 def test_weights_come_from_the_safetensors_headers_with_the_mtp_head_apart(tmp_path: Path) -> None:

@@ -207,10 +207,10 @@ def test_max_requests_ends_it_and_an_existing_trace_is_never_written_over(tapped
 @pytest.mark.parametrize(
     "argv, says",
     [
-        (["--listen", "nowhere"], "--listen: 'nowhere' is not HOST:PORT"),
+        (["--listen", "nowhere"], "--listen: must be HOST:PORT (e.g. 127.0.0.1:9477), not 'nowhere'"),
         (["--listen", "0.0.0.0:8001"], "refusing to open the rig to 0.0.0.0"),
-        (["--duration", "0"], "--duration must be a number of seconds above 0"),
-        (["--max-requests", "0"], "--max-requests must be at least 1"),
+        (["--duration", "0"], "--duration: must be a positive number of seconds, not 0"),
+        (["--max-requests", "0"], "--max-requests: must be a whole number of requests of at least 1, not 0"),
         (["--to", "127.0.0.1:8000"], "give the server's base URL"),
     ],
 )

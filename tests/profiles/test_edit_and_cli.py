@@ -55,7 +55,7 @@ def test_set_updates_a_kebab_key_in_place(store: ProfileStore, tables: OptionTab
     "key,value,message",
     [
         ("vllm.max_num_seq", "8", "did you mean max_num_seqs?"),
-        ("vllm.gpu_memory_utilization", "1.5", "must be in (0, 1]"),
+        ("vllm.gpu_memory_utilization", "1.5", "must be a share of each GPU's memory, above 0, at most 1"),
         ("vllm.swap_space", "4", "removed from vllm serve in 0.18.0"),
         ("extends", '"nothing-like-this"', "missing parent"),
     ],

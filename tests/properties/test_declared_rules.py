@@ -1,0 +1,104 @@
+"""Every declared rule (rigctl/rules.py) over any value TOML or JSON can hold: it returns the value
+converted, or refuses it with one line in the key's unit that starts "must be"; nothing else
+(no TypeError, OverflowError or ValueError from inside). And the state files' decoder reads each
+field by the rule its type implies, so a value a file holds is either taken as that rule takes it
+or named damaged with that rule's words (issue 49: five mechanisms, five vocabularies before)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from rigctl import jsonio
+from rigctl.bench import plan_file
+from rigctl.config import RULES
+from rigctl.profiles.validate import DRAFT_TOKENS, EXTRA_ARGS, VLLM_RULES
+from rigctl.rig_table import RIG_RULES
+from rigctl.rules import PORT, Listen, Rule, RuleError, complaint, shown
+from rigctl.state.boots import BootRecord
+from rigctl.state.statefiles import ActiveState, ServerRecord
+from tests.properties.strategies import hostile
+from tests.properties.test_outside_input import BOOT, RECORD, STATE
+
+DEEP = os.environ.get("RIGCTL_PROPERTIES") == "deep"
+PROPERTY = settings(
+    max_examples=3000 if DEEP else 300,
+    deadline=None,
+    derandomize=not DEEP,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+STATE_CLASSES = (ServerRecord, ActiveState, BootRecord)
+
+DECLARED: dict[str, Rule] = {
+    **{f"config.{name}": rule for name, rule in RULES.items()},
+    **{f"profile.vllm.{name}": rule for name, rule in VLLM_RULES.items()},
+    "profile.vllm.speculative_config.num_speculative_tokens": DRAFT_TOKENS,
+    "profile.rigctl.extra_args": EXTRA_ARGS,
+    **{f"plan.{name}": rule for name, rule in vars(plan_file).items() if isinstance(rule, Rule)},
+    **{f"config.rigs.{name}": rule for name, rule in RIG_RULES.items()},
+    **{
+        f"state.{cls.__name__}.{field.name}": jsonio.of_type(typing.get_type_hints(cls)[field.name])
+        for cls in STATE_CLASSES
+        for field in dataclasses.fields(cls)
+    },
+    "port": PORT,
+    "listen": Listen(),
+}
+
+
+def test_the_declared_rules_are_found() -> None:
+    """The property below reads the rules where they are declared: a module that moves them must
+    not leave it checking nothing."""
+    assert {"plan.CONCURRENCY", "plan.TIMEOUT", "config.verify_min_acceptance", "config.rigs.ssh"} <= DECLARED.keys()
+    assert sum(name.startswith("state.") for name in DECLARED) >= 20
+
+
+@PROPERTY
+@given(name=st.sampled_from(sorted(DECLARED)), value=hostile)
+@example(name="config.verify_min_context", value=10**400)
+@example(name="plan.SPEED", value=math.nan)
+@example(name="state.ServerRecord.port", value=2.0**70)
+@example(name="config.rigs.ssh_options", value=["-p", 2222])
+def test_a_declared_rule_takes_a_value_or_says_in_one_line_what_it_must_be(name: str, value: Any) -> None:
+    rule = DECLARED[name]
+    try:
+        parsed = rule.parse(value)
+    except RuleError as exc:
+        said = complaint(exc, value)
+        assert str(exc).startswith("must be ") and "\n" not in said, (name, said)
+        assert f", not {shown(value)}" in said, (name, said)
+        assert not rule.accepts(value)
+        return
+    assert rule.accepts(value)
+    # what a rule returns, it takes again as itself: a value saved back (profile edit, set) reads the same
+    again = rule.parse(list(parsed) if isinstance(parsed, tuple) else parsed)
+    assert again == parsed or (isinstance(again, float) and math.isnan(again)), (name, value, parsed, again)
+    if isinstance(parsed, float):
+        assert math.isfinite(parsed), (name, value)
+
+
+@PROPERTY
+@given(cls=st.sampled_from(STATE_CLASSES), data=st.data())
+def test_a_state_field_is_read_by_its_types_rule_or_named_with_its_words(cls: type, data: st.DataObject) -> None:
+    base = {ServerRecord: RECORD, ActiveState: STATE, BootRecord: BOOT}[cls]
+    field = data.draw(st.sampled_from([f.name for f in dataclasses.fields(cls) if f.name in base]))
+    value = data.draw(hostile)
+    rule = {n: r for n, r, _ in jsonio._field_rules(cls)}[field]
+    path = Path("/state/rigctl/x.json")
+    try:
+        built: Any = jsonio.build(cls, {**base, field: value}, path)
+    except jsonio.DamagedFile as exc:
+        if not rule.accepts(value):
+            with pytest.raises(RuleError) as refused:
+                rule.parse(value)
+            assert exc.reason == f"{field!r}: {complaint(refused.value, value)}"
+        return  # else a class's own range check (a port of 70000) refused what the type takes
+    assert rule.accepts(value) and getattr(built, field) == rule.parse(value)
