@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from rigctl import fmt, jsonio
 from rigctl.atomic import write_text_atomic
-from rigctl.bench.rawdir import bench_dir
+from rigctl.bench.rawdir import bench_dir, live_file
 from rigctl.proc import same_process, start_id
 
 Phase = Literal["starting", "switching", "cold check", "warm-up", "measuring", "quality", "done"]
@@ -55,10 +55,6 @@ def progress_line(p: ArmProgress) -> str:
         head += f"  {p.tok_per_s:,.0f} tok/s" if p.tok_per_s is not None else ""
         head += f"  arm ETA {fmt.seconds(p.eta_s)}" if p.eta_s else ""
     return head + run_eta(p)
-
-
-def live_file() -> Path:
-    return bench_dir() / "live.json"
 
 
 @dataclass(frozen=True)

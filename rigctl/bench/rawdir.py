@@ -32,6 +32,12 @@ def bench_dir() -> Path:
     return paths.state_dir() / "bench"
 
 
+def live_file() -> Path:
+    """The running bench's progress (bench/live.py writes and reads it); `status` looks for it
+    before it imports that reader."""
+    return bench_dir() / "live.json"
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "plan"
 

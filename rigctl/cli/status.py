@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from rigctl.bench.live import read_live
+from rigctl.bench.rawdir import live_file
 from rigctl.cli import common
 from rigctl.cli.rig_text import status_text
 from rigctl.config import load_settings
@@ -60,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
     holder = rig_holder()
     if holder is not None:
         serving = dataclasses.replace(serving, notes=(f"the rig is held: {holder.said}", *serving.notes))
-    cut = read_live()
+    cut = None
+    if live_file().exists():  # the reader (3 ms of imports) only when a bench left its mark
+        from rigctl.bench.live import read_live
+
+        cut = read_live()
     if cut is not None and cut.cut_short:
         serving = dataclasses.replace(serving, notes=(*serving.notes, cut.note(serving.active_profile)))
     cache = fell = None

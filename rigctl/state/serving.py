@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigctl import paths
 from rigctl.config import Settings
-from rigctl.engine.client import EngineClient, Probe
 from rigctl.gateway.control import DoorSeen
 from rigctl.gateway.control import seen as door_seen
 from rigctl.jsonio import DamagedFile
@@ -32,6 +31,9 @@ from rigctl.state.statefiles import (
     record_file,
     write_record,
 )
+
+if TYPE_CHECKING:
+    from rigctl.engine.client import Probe
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,8 @@ def _rediscover(settings: Settings) -> tuple[ServerRecord | None, list[discover.
     if server.port is not None and server.listener_pid is not None:
         host = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
         url = f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+        from rigctl.engine.client import EngineClient  # only when a server is found: 4.6 ms of an idle rig's status
+
         with EngineClient(url, server.env.get("VLLM_API_KEY"), timeout=1.0) as client:
             probe = client.probe()
         names = probe.models or names
@@ -207,6 +211,8 @@ def observe(
     alive = running.record is not None
     api_key = running.view.api_key(record) if alive and running.view and record is not None else None
     if alive and probe is None and record is not None:
+        from rigctl.engine.client import EngineClient  # only when a server runs: 4.6 ms of an idle rig's status
+
         with EngineClient(record.base_url, api_key, timeout=1.0) as client:
             probe = client.probe()
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))
