@@ -49,6 +49,9 @@ def _load_file(path: str) -> EngineSnapshot:
         raise BadInputError(f"{path}: {exc}") from exc
     if not found.is_vllm:
         raise BadInputError(f"{path}: {_lacking(text)}")
+    if found.refused:  # a saved scrape is an input as a config is: a value no engine gives is refused, named
+        more = f" (and {len(found.refused) - 1} more)" if len(found.refused) > 1 else ""
+        raise BadInputError(f"{path}: {found.refused[0]}{more}")
     return found
 
 

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from rigctl.engine.prom import Exposition, Labels
+from rigctl.rules import Amount, Fraction, Rule, RuleError, complaint
 from rigctl.vllm.metric_names import COUNTERS, HISTOGRAMS, SNAPSHOT_NAMES, P
 
 # "The KV cache is full" for every view (the health check, the watch service's alert, the shipped
@@ -64,6 +65,7 @@ class EngineSnapshot:
     process_start: float | None = None
     truncated: bool = False
     vllm: bool = False  # a family snapshot() reads was there: False means it was not vLLM that answered
+    refused: tuple[str, ...] = ()  # samples no engine gives (a negative count, a share above 1), each named
 
     def counter(self, name: str) -> float | None:
         return self.counters.get(name)
@@ -99,11 +101,42 @@ def _label(labels: Labels, key: str, default: str | None = None) -> str | None:
     return default
 
 
-def _first(expo: Exposition, *names: str) -> list[tuple[Labels, float]]:
+# The rule each family's samples pass (rigctl/rules.py), as every outside value does: a count of
+# requests or tokens below zero or infinite, or a share of the KV cache above 1, is no figure an
+# engine gives. Such a sample is refused and named (EngineSnapshot.refused), never summed into a
+# figure; NaN stays what Prometheus means by it, no value, as before.
+COUNTED = Amount("")
+_LARGEST = 1.7976931348623157e308  # the largest finite float: the rules refuse infinities
+SHARES: dict[str, Rule] = {
+    "kv_cache_usage_perc": Fraction("the KV cache", "0.42"),
+    "gpu_cache_usage_perc": Fraction("the KV cache", "0.42"),
+    "gpu_prefix_cache_hit_rate": Fraction("prompt tokens found cached", "0.42"),
+}
+
+
+def _ruled(family: str, samples: list[tuple[Labels, float]], refused: list[str] | None) -> list[tuple[Labels, float]]:
+    rule = SHARES.get(family.removeprefix(P), COUNTED)
+    high = 1.0 if rule is not COUNTED else _LARGEST
+    if all(0.0 <= value <= high or value != value for _, value in samples):  # the usual scrape: no call per sample
+        return samples
+    kept = []
+    for labels, value in samples:
+        if value == value and not rule.accepts(value):  # value == value: not NaN
+            if refused is not None:
+                try:
+                    rule.parse(value)
+                except RuleError as exc:
+                    refused.append(f"{family}: {complaint(exc, value)}")
+            continue
+        kept.append((labels, value))
+    return kept
+
+
+def _first(expo: Exposition, *names: str, refused: list[str] | None = None) -> list[tuple[Labels, float]]:
     for name in names:
         samples = expo.get(P + name)
         if samples:
-            return samples
+            return _ruled(P + name, samples, refused)
     return []
 
 
@@ -127,9 +160,9 @@ def _by_label(samples: list[tuple[Labels, float]], label: str) -> dict[str, floa
     return dict(out)
 
 
-def _histogram(expo: Exposition, *names: str) -> Histogram | None:
+def _histogram(expo: Exposition, *names: str, refused: list[str] | None = None) -> Histogram | None:
     for name in names:
-        buckets = expo.get(f"{P}{name}_bucket")
+        buckets = _ruled(f"{P}{name}_bucket", expo.get(f"{P}{name}_bucket"), refused)
         if not buckets:
             continue
         sums: dict[float, float] = defaultdict(float)
@@ -139,8 +172,8 @@ def _histogram(expo: Exposition, *names: str) -> Histogram | None:
                 sums[bound] += value
         return Histogram(
             buckets=tuple(sorted(sums.items())),
-            sum=_total(expo.get(f"{P}{name}_sum")) or 0.0,
-            count=_total(expo.get(f"{P}{name}_count")) or 0.0,
+            sum=_total(_ruled(f"{P}{name}_sum", expo.get(f"{P}{name}_sum"), refused)) or 0.0,
+            count=_total(_ruled(f"{P}{name}_count", expo.get(f"{P}{name}_count"), refused)) or 0.0,
         )
     return None
 
@@ -169,9 +202,10 @@ def _num(text: str | None) -> float | None:
 
 
 def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
-    running = _by_engine(_first(expo, "num_requests_running"))
-    waiting = _by_engine(_first(expo, "num_requests_waiting"))
-    usage = _by_engine(_first(expo, "kv_cache_usage_perc", "gpu_cache_usage_perc"))
+    refused: list[str] = []
+    running = _by_engine(_first(expo, "num_requests_running", refused=refused))
+    waiting = _by_engine(_first(expo, "num_requests_waiting", refused=refused))
+    usage = _by_engine(_first(expo, "kv_cache_usage_perc", "gpu_cache_usage_perc", refused=refused))
     info = _cache_info(expo)
     engines = []
     for engine in sorted(set(running) | set(waiting) | set(usage) | set(info), key=lambda e: (len(e), e)):
@@ -198,10 +232,10 @@ def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
     usages = [v for v in usage.values() if not math.isnan(v)]
     counters = {}
     for key, names in COUNTERS.items():
-        value = _total(_first(expo, *names))
+        value = _total(_first(expo, *names, refused=refused))
         if value is not None:
             counters[key] = value
-    histograms = {key: h for key, names in HISTOGRAMS.items() if (h := _histogram(expo, *names)) is not None}
+    histograms = {key: h for key, names in HISTOGRAMS.items() if (h := _histogram(expo, *names, refused=refused)) is not None}
     block = next((_num(c.get("block_size")) for c in info.values() if _num(c.get("block_size"))), None)
     start = expo.get("process_start_time_seconds")
     return EngineSnapshot(
@@ -210,24 +244,27 @@ def snapshot(expo: Exposition, timestamp: float) -> EngineSnapshot:
         engines=tuple(engines),
         running=sum(running.values()) if running else None,
         waiting=sum(waiting.values()) if waiting else None,
-        waiting_by_reason=_by_label(_first(expo, "num_requests_waiting_by_reason"), "reason"),
+        waiting_by_reason=_by_label(_first(expo, "num_requests_waiting_by_reason", refused=refused), "reason"),
         kv_usage=sum(usages) / len(usages) if usages else None,
         kv_pool_tokens=pools[0] if pools else None,
         kv_max_concurrency=conc[0] if conc else None,
         block_size=int(block) if block else None,
         counters=counters,
-        prompt_by_source=_by_label(_first(expo, "prompt_tokens_by_source_total"), "source"),
-        finished_by_reason=_by_label(_first(expo, "request_success_total"), "finished_reason"),
+        prompt_by_source=_by_label(_first(expo, "prompt_tokens_by_source_total", refused=refused), "source"),
+        finished_by_reason=_by_label(_first(expo, "request_success_total", refused=refused), "finished_reason"),
         accepted_per_position={
             int(k): v
-            for k, v in _by_label(_first(expo, "spec_decode_num_accepted_tokens_per_pos_total"), "position").items()
+            for k, v in _by_label(
+                _first(expo, "spec_decode_num_accepted_tokens_per_pos_total", refused=refused), "position"
+            ).items()
             if k.isascii() and k.isdigit() and len(k) < 7
         },
         histograms=histograms,
-        legacy_hit_rate=_total(_first(expo, "gpu_prefix_cache_hit_rate")),
-        legacy_prompt_tps=_total(_first(expo, "avg_prompt_throughput_toks_per_s")),
-        legacy_generation_tps=_total(_first(expo, "avg_generation_throughput_toks_per_s")),
+        legacy_hit_rate=_total(_first(expo, "gpu_prefix_cache_hit_rate", refused=refused)),
+        legacy_prompt_tps=_total(_first(expo, "avg_prompt_throughput_toks_per_s", refused=refused)),
+        legacy_generation_tps=_total(_first(expo, "avg_generation_throughput_toks_per_s", refused=refused)),
         process_start=start[0][1] if start else None,
         truncated=expo.truncated,
         vllm=any(name in SNAPSHOT_NAMES and name.startswith(P) for name in expo.samples),
+        refused=tuple(refused),
     )

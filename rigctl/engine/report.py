@@ -72,6 +72,8 @@ def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
             )
     if snap.truncated:
         lines.append("warning: the exposition ended without a newline: its last line may be cut")
+    for said in snap.refused[:3]:  # counted as absent, never summed into a figure
+        lines.append(f"warning: refused {said}")
     if figures is None:
         hits, queries = snap.counter("prefix_hits"), snap.counter("prefix_queries")
         lifetime = hits / queries if hits is not None and queries else snap.legacy_hit_rate

@@ -255,11 +255,18 @@ def test_the_text_of_metrics_never_says_nan_or_inf(rig: Rig, tmp_path: Path) -> 
         'vllm:prefix_cache_hits_total{engine="0"} 1e308\nvllm:generation_tokens_total{engine="0"} +Inf\n'
         'vllm:num_requests_running{engine="0"} NaN\n'
     )
+    done = rig.rigctl("metrics", "--file", str(before))
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout.lower().replace("n/a", "")
+    assert "nan" not in shown and "inf" not in shown, done.stdout
+    # an infinite count or KV share is no figure an engine gives: the saved scrape is refused, named
     for files in (("--file", str(after)), ("--file", str(before), "--file", str(after), "--seconds", "10")):
         done = rig.rigctl("metrics", *files)
-        assert done.returncode == 0, done.stderr
-        shown = done.stdout.lower().replace("n/a", "")
-        assert "nan" not in shown and "inf" not in shown, done.stdout
+        assert done.returncode == 2 and not done.stdout, (done.stdout, done.stderr)
+        assert done.stderr == (
+            f"rigctl: {after}: vllm:kv_cache_usage_perc: must be a share of the KV cache, from 0 to 1 (e.g. 0.42), "
+            "not inf (and 1 more)\n"
+        ), done.stderr
 
 
 def test_a_log_of_one_endless_line_is_read_in_bounded_memory(tmp_path: Path) -> None:

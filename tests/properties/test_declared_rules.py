@@ -102,3 +102,37 @@ def test_a_state_field_is_read_by_its_types_rule_or_named_with_its_words(cls: ty
             assert exc.reason == f"{field!r}: {complaint(refused.value, value)}"
         return  # else a class's own range check (a port of 70000) refused what the type takes
     assert rule.accepts(value) and getattr(built, field) == rule.parse(value)
+
+
+SCRAPE_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([-3.0, 7.0, 1.0, 0.0, 0.5, math.inf, -math.inf])
+)
+
+
+@PROPERTY
+@given(running=SCRAPE_VALUES, usage=SCRAPE_VALUES, tokens=SCRAPE_VALUES)
+@example(running=-3.0, usage=7.0, tokens=math.inf)
+def test_a_scrapes_figures_pass_their_families_rules_or_are_refused_by_name(running: float, usage: float, tokens: float) -> None:
+    """A saved or live scrape is outside input too: a count below zero or infinite, or a KV share
+    above 1, is never a figure; it is refused and named (metrics --file says it and exits 2)."""
+    from rigctl.engine.metrics import snapshot
+    from rigctl.engine.prom import parse
+
+    text = (
+        f'vllm:num_requests_running{{model_name="m"}} {running!r}\n'
+        f'vllm:kv_cache_usage_perc{{model_name="m"}} {usage!r}\n'
+        f'vllm:generation_tokens_total{{model_name="m"}} {tokens!r}\n'
+    ).replace("inf", "Inf")
+    found = snapshot(parse(text), 0.0)
+    for value, figure, family, ok in (
+        (running, found.running, "vllm:num_requests_running", 0 <= running < math.inf),
+        (usage, found.kv_usage, "vllm:kv_cache_usage_perc", 0 <= usage <= 1),
+        (tokens, found.counter("generation_tokens"), "vllm:generation_tokens_total", 0 <= tokens < math.inf),
+    ):
+        named = any(said.startswith(f"{family}: must be ") for said in found.refused)
+        if math.isnan(value):
+            assert not named
+        elif ok:
+            assert figure == value and not named, (family, value, figure, found.refused)
+        else:
+            assert named and (figure is None or figure != value), (family, value, figure, found.refused)
