@@ -43,6 +43,7 @@ RUNS: dict[str, list[list[str]]] = {
     "bench_metrics_parse": [[]],
     "bench_rig_snapshot": [[]],
     "bench_fit": [[]],
+    "bench_class_defs": [[]],
     "bench_record": [[]],
     "bench_loadgen": [[]],
     "bench_capture": [["--figures", "unpaced"], ["--pace-ms", "10", "--tokens", "64", "--figures", "paced"]],

@@ -36,6 +36,7 @@ PLACEHOLDERS = {
     "{prefix}": ("capture.unpaced", "capture.paced"),
     "{args.figures}": ("paced",),
     "{who}": ("door", "nginx"),
+    "{way}": ("dataclasses", "msgspec", "rules"),
 }
 
 

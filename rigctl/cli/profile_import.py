@@ -16,10 +16,10 @@ from pathlib import Path
 from rigctl.cli import common
 from rigctl.errors import BadInputError, RigctlError
 from rigctl.files import read_input_text
-from rigctl.profiles import importing
+from rigctl.profiles import import_sources, importing
 from rigctl.profiles.edit import import_profile
 from rigctl.profiles.envfile import parse_env_text
-from rigctl.profiles.importing import ImportSource
+from rigctl.profiles.import_sources import ImportSource
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import nearest
 from rigctl.profiles.vllm_args import LaunchSpec, render
@@ -51,7 +51,7 @@ def source_from_pid(pid: int, how: str) -> ImportSource:
         environ = (base / "environ").read_bytes()
     except OSError as exc:  # another user's process: its environment is theirs to read
         raise BadInputError(f"process {pid}: its environment cannot be read ({exc.strerror}): run as its user or root") from None
-    return importing.from_proc(cmdline, environ, pid, how)
+    return import_sources.from_proc(cmdline, environ, pid, how)
 
 
 def _unit_text(unit: str) -> tuple[str, str]:
@@ -87,10 +87,10 @@ def source_of(args: argparse.Namespace) -> ImportSource:
         return source_from_pid(args.pid, how)
     if args.script:
         path = Path(args.script).expanduser()
-        return importing.from_script(read_input_text(path, SOURCE_LIMIT, "script"), str(path), how)
+        return import_sources.from_script(read_input_text(path, SOURCE_LIMIT, "script"), str(path), how)
     if args.unit:
         text, where = _unit_text(args.unit)
-        return importing.from_unit(text, where, _env_text, how)
+        return import_sources.from_unit(text, where, _env_text, how)
     if args.compose:
         import yaml  # only here: the one command that reads YAML
 
@@ -109,14 +109,14 @@ def source_of(args: argparse.Namespace) -> ImportSource:
             variables = {**parse_env_text(dotenv.read_text()), **os.environ} if dotenv.is_file() else dict(os.environ)
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInputError(f"{dotenv}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
-        return importing.from_compose(document, args.service, str(path), how, variables)
-    return with_shell_env(importing.from_command_line(words, how))
+        return import_sources.from_compose(document, args.service, str(path), how, variables)
+    return with_shell_env(import_sources.from_command_line(words, how))
 
 
 def with_shell_env(source: ImportSource) -> ImportSource:
     """A command line typed here runs with this shell's exported environment: what of it vLLM's
     stack reads is taken (the line's own KEY=value words over it), and said."""
-    taken = {k: v for k, v in importing.engine_env(os.environ).items() if k not in source.env}
+    taken = {k: v for k, v in import_sources.engine_env(os.environ).items() if k not in source.env}
     if not taken:
         return source
     note = f"env {', '.join(sorted(taken))}: taken from this shell's environment, as vLLM started from it would see them"

@@ -36,6 +36,11 @@ VLLM_RULES: dict[str, Rule] = {
     "block_size": Count("tokens", 1),
     "port": PORT,
 }
+HUMAN_COUNTS: dict[str, Rule] = {
+    "max_model_len": Count("tokens", 1),  # or -1: vLLM's "as long as fits"
+    "max_num_batched_tokens": Count("tokens", 1),
+    "kv_cache_memory_bytes": Count("bytes", 1),
+}
 DRAFT_TOKENS = Count("draft tokens", 1)
 EXTRA_ARGS = ListOf(Text(), 'a list of strings, as argv words: ["--new-flag", "value"]')
 
@@ -52,11 +57,11 @@ def _ranges(profile: Profile, settings: dict[str, Setting]) -> list[Diagnostic]:
                 rule.parse(settings[dest].value)
             except RuleError as exc:
                 bad(dest, complaint(exc, settings[dest].value))
-    for dest in ("max_model_len", "max_num_batched_tokens", "kv_cache_memory_bytes"):
+    for dest, rule in HUMAN_COUNTS.items():  # vLLM takes "32k", "1G": the number they say, by its rule
         if dest in settings:
             number = parse_human_int(settings[dest].value)
-            if number is not None and number <= 0 and not (dest == "max_model_len" and number == -1):
-                bad(dest, "must be positive")
+            if number is not None and not rule.accepts(number) and not (dest == "max_model_len" and number == -1):
+                bad(dest, complaint(RuleError(rule.needs()), settings[dest].value))
     spec = settings.get("speculative_config")
     if spec is not None:
         config = json.loads(spec.value) if isinstance(spec.value, str) else spec.value

@@ -17,7 +17,7 @@ import psutil
 from rigctl.engine.client import EngineClient
 from rigctl.errors import BadInputError, RigctlError
 from rigctl.proc import start_id, start_time
-from rigctl.profiles.importing import is_vllm_launch
+from rigctl.profiles.import_sources import is_vllm_launch
 from rigctl.redact import redact_argv
 from rigctl.serve.context import ServeContext
 from rigctl.serve.lock import RigLock

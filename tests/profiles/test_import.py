@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from rigctl.cli import main
-from rigctl.profiles.importing import build_profile, from_command_line
+from rigctl.profiles.import_sources import from_command_line
+from rigctl.profiles.importing import build_profile
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.summary import launch_diff
 from rigctl.profiles.vllm_args import render
 from rigctl.profiles.vllm_version import OptionTables
 from rigctl.vllm.options import OptionTable
+from tests.profiles.conftest import running_vllm
 
 SECRET, TOKEN = "sk-never-in-the-profile", "hf_never_in_the_profile"
 
@@ -114,23 +113,10 @@ def test_a_running_process_read_from_proc(
 ) -> None:
     """A real process whose program is a `vllm` (a stand-in that sleeps): its argv and the part of
     its environment vLLM reads come from /proc; PATH, HOME and rigctl's own markers do not."""
-    fake = tmp_path / "bin" / "vllm"
-    fake.parent.mkdir()
-    # answers --version as vLLM does (the import checks the profile against the vLLM it names)
-    fake.write_text(
-        f"#!{sys.executable}\nimport sys, time\nif '--version' in sys.argv:\n    print('0.33.0')\nelse:\n    time.sleep(60)\n"
-    )
-    fake.chmod(0o755)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "HF_TOKEN": TOKEN, "VLLM_USE_DEEP_GEMM": "0", "RIGCTL_PROFILE": "x"}
-    child = subprocess.Popen([str(fake), "serve", "Qwen/Qwen3.6-27B-AWQ", "-tp", "2", "--max-num-seqs", "4"], env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while b"serve" not in Path(f"/proc/{child.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with running_vllm(tmp_path, ["serve", "Qwen/Qwen3.6-27B-AWQ", "-tp", "2", "--max-num-seqs", "4"], env) as child:
         assert main(["profile", "import", "running", "--pid", str(child.pid)]) == 0
-    finally:
-        child.kill()
-        child.wait()
+    fake = tmp_path / "bin" / "vllm"
     out = capsys.readouterr().out
     text, argv = imported(store, "running")
     assert f"imported process {child.pid} as running" in out

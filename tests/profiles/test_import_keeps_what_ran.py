@@ -21,22 +21,12 @@ from rigctl.profiles.envfile import parse_env_text
 from rigctl.profiles.store import ProfileStore
 from rigctl.profiles.vllm_args import render
 from rigctl.profiles.vllm_version import OptionTables
+from tests.profiles.conftest import fake_vllm, running_vllm
 
 FLAG_KEY, ENV_KEY = "sk-the-flags-key", "sk-the-environments-key"
 FLAG_HF, ENV_HF = "hf_the_flags_token", "hf_the_environments_token"
 LAUNCH = ["serve", "Qwen/Qwen3.6-27B-AWQ", "--tensor-parallel-size", "2", "--max-num-seqs", "4"]
 SECRET_FLAGS = ["--api-key", FLAG_KEY, "--hf-token", FLAG_HF]
-
-
-def fake_vllm(tmp_path: Path) -> Path:
-    """A `vllm` that answers --version and otherwise sleeps: a process whose /proc reads as vLLM's."""
-    fake = tmp_path / "bin" / "vllm"
-    fake.parent.mkdir(exist_ok=True)
-    fake.write_text(
-        f"#!{sys.executable}\nimport sys, time\nif '--version' in sys.argv:\n    print('0.33.0')\nelse:\n    time.sleep(60)\n"
-    )
-    fake.chmod(0o755)
-    return fake
 
 
 def by_argv(tmp_path: Path) -> list[str]:
@@ -102,15 +92,8 @@ def test_a_running_process_serves_the_flags_secret(
     tmp_path: Path, user_dir: Path, store: ProfileStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "VLLM_API_KEY": ENV_KEY, "HF_TOKEN": ENV_HF}
-    child = subprocess.Popen([str(fake_vllm(tmp_path)), *LAUNCH, *SECRET_FLAGS], env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while b"serve" not in Path(f"/proc/{child.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with running_vllm(tmp_path, [*LAUNCH, *SECRET_FLAGS], env) as child:
         assert main(["profile", "import", "mine", "--pid", str(child.pid)]) == 0
-    finally:
-        child.kill()
-        child.wait()
     out = capsys.readouterr().out
     assert secrets_of(user_dir, "mine") == {"VLLM_API_KEY": FLAG_KEY, "HF_TOKEN": FLAG_HF}
     assert "env HOME, PATH of process" in out and "not kept" in out, out

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rigctl import jsonio
 from rigctl.bench import plan_file
 from rigctl.config import RULES
-from rigctl.profiles.validate import DRAFT_TOKENS, EXTRA_ARGS, VLLM_RULES
+from rigctl.profiles.validate import DRAFT_TOKENS, EXTRA_ARGS, HUMAN_COUNTS, VLLM_RULES
 from rigctl.rig_table import RIG_RULES
 from rigctl.rules import PORT, Listen, Rule, RuleError, complaint, shown
 from rigctl.state.boots import BootRecord
@@ -39,7 +39,7 @@ STATE_CLASSES = (ServerRecord, ActiveState, BootRecord)
 
 DECLARED: dict[str, Rule] = {
     **{f"config.{name}": rule for name, rule in RULES.items()},
-    **{f"profile.vllm.{name}": rule for name, rule in VLLM_RULES.items()},
+    **{f"profile.vllm.{name}": rule for name, rule in {**VLLM_RULES, **HUMAN_COUNTS}.items()},
     "profile.vllm.speculative_config.num_speculative_tokens": DRAFT_TOKENS,
     "profile.rigctl.extra_args": EXTRA_ARGS,
     **{f"plan.{name}": rule for name, rule in vars(plan_file).items() if isinstance(rule, Rule)},
