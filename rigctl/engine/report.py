@@ -72,8 +72,9 @@ def text(snap: EngineSnapshot, figures: IntervalFigures | None) -> str:
             )
     if snap.truncated:
         lines.append("warning: the exposition ended without a newline: its last line may be cut")
-    for said in snap.refused[:3]:  # counted as absent, never summed into a figure
-        lines.append(f"warning: refused {said}")
+    if snap.refused:  # counted as absent, never summed into a figure; the value itself may be an infinity
+        families = sorted({said.split(": must be ", 1)[0] for said in snap.refused})
+        lines.append(f"warning: values no engine gives, not counted: {', '.join(families[:4])}")
     if figures is None:
         hits, queries = snap.counter("prefix_hits"), snap.counter("prefix_queries")
         lifetime = hits / queries if hits is not None and queries else snap.legacy_hit_rate

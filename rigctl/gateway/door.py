@@ -19,21 +19,20 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from rigctl.gateway import wire
 from rigctl.gateway.apps_seen import AppsSeen
 from rigctl.gateway.bounds import ConnectionBounds
 from rigctl.gateway.connections import Connections
 from rigctl.gateway.exchange import AppConnection, Exchange
+from rigctl.gateway.flight import FLIGHT_DETAIL, flight
 from rigctl.gateway.hold import Hold, HoldBounds, Ticket
 from rigctl.gateway.judge import ClientOutcomes, Probation, Refusal
+from rigctl.gateway.keeping import keep_ended
 from rigctl.gateway.recording import Recording
-from rigctl.gateway.reuse import PrefixReuse, prompt_text
+from rigctl.gateway.reuse import PrefixReuse
 from rigctl.gateway.upstream import CONNECT_S, CUT_WAIT_S, EnginePool, split_upstream
-from rigctl.jsonio import loads_strict
 
-HEALTH_S = 5.0  # for vLLM's /health to answer when a forwarded request has waited silent_s for its first byte
 Resolver = Callable[[], "str | None"]  # the base URL of what serves now (None: nothing)
 
 
@@ -288,7 +287,7 @@ class Gateway:
         if exchange.status is not None and exchange.who:
             self.outcomes.note(exchange.who, exchange.status)
         if exchange.kept is not None and exchange.engine is not None:
-            self._keep(exchange, outcome)
+            keep_ended(exchange, outcome, self.reuse, self.recording)
         counts = self.counts
         setattr(counts, outcome, getattr(counts, outcome) + 1)
         counts.by_client[exchange.client] = counts.by_client.get(exchange.client, 0) + 1
@@ -298,76 +297,6 @@ class Gateway:
                 window.ended[outcome] += 1
             elif outcome == "refused":
                 window.refused += 1
-
-    def _keep(self, exchange: Exchange, outcome: str) -> None:
-        """A forwarded generation request, ended: its prompt counted for the client's prefix reuse,
-        and, while recording, its trace line."""
-        kept = exchange.kept
-        assert kept is not None
-        body: dict[str, Any] | None = None
-        unkept = "its body was over 16 MiB" if kept.over else ""
-        if not kept.over:
-            try:
-                parsed = loads_strict(kept.body())
-                body = parsed if isinstance(parsed, dict) else None
-            except (ValueError, RecursionError):
-                unkept = "its body is not strict JSON (NaN, Infinity or not JSON): vLLM got it as sent"
-        endpoint = exchange.target.split(b"?", 1)[0].decode("latin-1")
-        text = prompt_text(endpoint, body) if body is not None else None
-        reused = self.reuse.add(exchange.client, text) if text is not None else None
-        if self.recording is None:
-            return
-        entry: dict[str, Any] = {"endpoint": endpoint, "body": body or {}, "status": kept.status}
-        entry["stream"] = bool(body and body.get("stream") is True)
-        answer = kept.answer
-        if answer is not None:
-            answer.finish()
-            entry.update(answer.usage())
-        error = {
-            "cut": "cut before its answer ended (a drain's deadline, the door's stop, or vLLM closed it)",
-            "gone": "the app hung up",
-            "failed": "vLLM did not answer",
-        }
-        if outcome in error or (answer is not None and answer.error):
-            entry["error"] = error.get(outcome) or (answer.error if answer else "")
-        entry["client"] = exchange.client
-        if text is not None and reused is not None:
-            entry["prompt_chars"], entry["reused_chars"] = len(text), reused
-        if unkept:
-            entry["unkept"] = unkept
-        self.recording.keep(kept.wall, entry)
-
-    # -- a vLLM that took a request and never answers
-    async def watch_silence(self) -> None:
-        """Forever: a forwarded request with no byte of answer after silent_s is a question, not a
-        failure (a non-streamed generation says nothing until it is done); the door asks vLLM's
-        /health on a connection of its own. An answer of any kind means vLLM lives and the request
-        waits on; none within HEALTH_S means nothing will answer, and the app gets its 502 now
-        rather than at its own timeout. One sweep a second, one probe per address."""
-        if self.silent_s <= 0:
-            return
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(min(1.0, self.silent_s))
-            now = loop.time()
-            silent: dict[tuple[tuple[str, int], bytes], list[Exchange]] = {}
-            for exchange in self.in_flight:
-                if not exchange.answered and exchange.engine is not None and now - exchange.sent >= self.silent_s:
-                    silent.setdefault((exchange.engine.key, exchange.engine.host), []).append(exchange)
-            for (key, host), waiting in silent.items():
-                if await _answers_health(key, host):
-                    for exchange in waiting:
-                        exchange.sent = loop.time()  # asked again after another silent_s
-                    continue
-                for exchange in waiting:
-                    if exchange.outcome is None and not exchange.answered:
-                        assert exchange.engine is not None
-                        exchange.engine.abort()
-                        self.upstream_failed(
-                            exchange,
-                            f"vLLM at {host.decode()} took the request and sent nothing in {now - exchange.sent:.0f} s, "
-                            f"and its /health gave no answer within {HEALTH_S:g} s",
-                        )
 
     # -- what a switch asks of the door (the control channel)
     def begin_hold(self) -> int:
@@ -438,7 +367,7 @@ class Gateway:
             "upstream": self.resolve(),
             "in_flight": len(self.in_flight),
             "in_flight_by_client": dict(Counter(e.client for e in self.in_flight)),
-            "in_flight_detail": [_flight(e, time.monotonic()) for e in list(self.in_flight)[:FLIGHT_DETAIL]],
+            "in_flight_detail": [flight(e, time.monotonic()) for e in list(self.in_flight)[:FLIGHT_DETAIL]],
             "holding": self.hold.active,
             "held": len(self.hold.line),
             "held_bytes": self.hold.kept_bytes,
@@ -494,47 +423,6 @@ class Gateway:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         return left
-
-
-FLIGHT_DETAIL = 64  # requests in flight told of one by one in a status (the longest a drain waits for is among them)
-
-
-def _flight(exchange: Exchange, now: float) -> dict[str, object]:
-    """One request in flight as a drain's estimate needs it: how far its answer is, at what pace,
-    and how long it may go (its max_tokens, read from the door's copy of its body, at the status
-    only: never a parse a request)."""
-    engine = exchange.engine
-    out: dict[str, object] = {"client": exchange.client, "age_s": round(now - exchange.arrived, 3)}
-    if engine is not None:
-        out["streamed"] = engine.streamed
-        out["events"] = engine.events
-        if engine.first_byte:
-            out["answering_s"] = round(now - engine.first_byte, 3)
-    kept = exchange.kept
-    if kept is not None and not kept.over and exchange.complete:
-        try:
-            body = loads_strict(kept.body())
-        except (ValueError, RecursionError):
-            body = None
-        limit = (body.get("max_completion_tokens") or body.get("max_tokens")) if isinstance(body, dict) else None
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-            out["max_tokens"] = limit
-    return out
-
-
-async def _answers_health(key: tuple[str, int], host: bytes) -> bool:
-    """Whether anything answers GET /health at `key` within HEALTH_S (any status: the server lives)."""
-    writer: asyncio.StreamWriter | None = None
-    try:
-        async with asyncio.timeout(HEALTH_S):
-            reader, writer = await asyncio.open_connection(*key)
-            writer.write(b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
-            return (await reader.readline()).startswith(b"HTTP/")
-    except (OSError, TimeoutError):
-        return False
-    finally:
-        if writer is not None:
-            writer.close()
 
 
 def _why(exc: BaseException) -> str:

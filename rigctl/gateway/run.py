@@ -21,6 +21,7 @@ from rigctl.gateway.door import Gateway, Resolver
 from rigctl.gateway.hold import HoldBounds
 from rigctl.gateway.memory import MemoryReturn
 from rigctl.gateway.recording import Recording
+from rigctl.gateway.silence import watch_silence
 from rigctl.listen import is_loopback, shown
 
 PORT_RETRY_S = 0.25  # while vLLM still holds the apps' port (before its restart behind the door)
@@ -88,7 +89,10 @@ async def _serve(plan: DoorPlan, say: Callable[[str], None], ready: Ready | None
         host, port = sock.getsockname()[:2]
         if ready:
             ready(host, port, activated)
-        chores = [loop.create_task(door.watch_silence()), loop.create_task(_sweep(door, memory))]
+        chores = [
+            loop.create_task(watch_silence(door.in_flight, door.silent_s, door.upstream_failed)),
+            loop.create_task(_sweep(door, memory)),
+        ]
         if plan.stop_after_s is not None:
             loop.call_later(plan.stop_after_s, stop.set)
         if plan.recording is not None and plan.stop_after_kept is not None:
