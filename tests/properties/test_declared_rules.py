@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rigctl import jsonio
@@ -26,15 +25,8 @@ from rigctl.rules import PORT, Listen, Rule, RuleError, complaint, shown
 from rigctl.state.boots import BootRecord
 from rigctl.state.statefiles import ActiveState, ServerRecord
 from tests.properties.strategies import hostile
-from tests.properties.test_outside_input import BOOT, RECORD, STATE
+from tests.properties.test_outside_input import BOOT, PROPERTY, RECORD, STATE
 
-DEEP = os.environ.get("RIGCTL_PROPERTIES") == "deep"
-PROPERTY = settings(
-    max_examples=3000 if DEEP else 300,
-    deadline=None,
-    derandomize=not DEEP,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
 STATE_CLASSES = (ServerRecord, ActiveState, BootRecord)
 
 DECLARED: dict[str, Rule] = {
