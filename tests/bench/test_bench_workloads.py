@@ -234,4 +234,4 @@ def test_calibrate_measures_the_rigs_noise_and_the_next_bench_is_judged_by_it(be
 
 def test_calibrate_refuses_a_count_it_cannot_use(bench_rig: BenchRig) -> None:
     done = bench_rig.rigctl("bench", "calibrate", str(bench_rig.plan("cal")), "--runs", "1")
-    assert done.returncode == 2 and "--runs must be between 3 and 12" in done.stderr
+    assert done.returncode == 2 and "--runs: must be a whole number of fresh boots from 3 to 12, not 1" in done.stderr
