@@ -32,6 +32,17 @@ def state_dir() -> Path:
     return Path(override) if override else _xdg("XDG_STATE_HOME", ".local/state") / "rigctl"
 
 
+def gateway_socket() -> Path:
+    """The front door's control socket (gateway/control.py): `status` looks for it before it imports
+    the door's client."""
+    return state_dir() / "gateway.sock"
+
+
+def alerts_file() -> Path:
+    """What the alerts' watcher says fires now (alerts/firing.py); `status` looks for it first too."""
+    return state_dir() / "alerts.json"
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) with mode 0700; tighten it if it already exists. A symbolic link
     there is refused, never followed: rigctl may run as root, and a chmod or a write through a

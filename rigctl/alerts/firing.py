@@ -7,17 +7,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rigctl import jsonio, paths
 from rigctl.alerts.model import Alert
 from rigctl.atomic import write_text_atomic
 from rigctl.proc import same_process, start_id
-
-
-def firing_file() -> Path:
-    return paths.state_dir() / "alerts.json"
 
 
 @dataclass(frozen=True)
@@ -41,18 +36,18 @@ def write_firing(firing: dict[str, Alert], since: dict[str, float]) -> None:
         for key, a in sorted(firing.items())
     ]
     data = {"pid": os.getpid(), "start": start_id(os.getpid()), "updated": time.time(), "alerts": alerts}
-    write_text_atomic(firing_file(), jsonio.dumps(data, indent=1) + "\n", mode=0o600)
+    write_text_atomic(paths.alerts_file(), jsonio.dumps(data, indent=1) + "\n", mode=0o600)
 
 
 def clear_firing() -> None:
     """The watcher stops: what it said fires is no longer watched."""
     try:
-        data = jsonio.read_object(firing_file())
+        data = jsonio.read_object(paths.alerts_file())
     except jsonio.DamagedFile:
         data = None
     if data is None or data.get("pid") == os.getpid():
         try:
-            firing_file().unlink()
+            paths.alerts_file().unlink()
         except FileNotFoundError:
             pass
 
@@ -60,7 +55,7 @@ def clear_firing() -> None:
 def read_firing() -> Firing | None:
     """What fires now, or None when no watcher runs (no file, a damaged one, its writer gone)."""
     try:
-        data = jsonio.read_object(firing_file())
+        data = jsonio.read_object(paths.alerts_file())
     except jsonio.DamagedFile:
         return None
     if data is None:

@@ -64,9 +64,10 @@ _who = ["gateway"]  # the command the owner typed: `rigctl capture` is this door
 
 def run(args: argparse.Namespace, who: str = "gateway") -> int:
     _who[0] = who
+    from rigctl import paths
     from rigctl.config import load_settings
     from rigctl.gateway.bounds import ConnectionBounds
-    from rigctl.gateway.control import ControlError, socket_path
+    from rigctl.gateway.control import ControlError
     from rigctl.gateway.door_file import door_file, write_door_file
     from rigctl.gateway.hold import HoldBounds
     from rigctl.gateway.run import DoorPlan
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace, who: str = "gateway") -> int:
         resolve, control = fixed, None
         behind = without_userinfo(url)
     else:
-        resolve, control = served_url(), socket_path()
+        resolve, control = served_url(), paths.gateway_socket()
         behind = "the vLLM rigctl serves (its internal port, from the server record)"
     plan = DoorPlan(
         host=host,

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
+from rigctl import paths
 from rigctl.bench.rawdir import live_file
 from rigctl.cli import common
 from rigctl.cli.rig_text import status_text
@@ -39,8 +40,6 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rigctl.alerts.firing import read_firing
-
     settings = load_settings()
     if args.check:
         return run_check(args, settings)
@@ -74,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
 
         cache = prefix_cache(serving.record)
         fell = hit_rate_fall(serving.record, settings)
-    watched = read_firing()
+    watched = None
+    if paths.alerts_file().exists():  # the reader (2 ms of imports) only when a watcher wrote
+        from rigctl.alerts.firing import read_firing
+
+        watched = read_firing()
     if args.json:
         common.print_json(
             {

@@ -27,10 +27,6 @@ from rigctl.proc import start_id
 LINE_LIMIT = 64 * 1024
 
 
-def socket_path() -> Path:
-    return paths.state_dir() / "gateway.sock"
-
-
 class ControlError(Exception):
     """The door did not answer as it should (it died, or the socket is not a door's)."""
 
@@ -243,7 +239,7 @@ class DoorSeen:
 
 def seen(path: Path | None = None, timeout_s: float = 1.0) -> DoorSeen | None:
     """The rig's front door now (None: none runs, or it did not answer within timeout_s)."""
-    path = path or socket_path()
+    path = path or paths.gateway_socket()
     if not path.exists():
         return None
     try:
@@ -283,7 +279,7 @@ def _count(answer: dict[str, Any], key: str) -> int:
 
 def find(path: Path | None = None) -> DoorClient | None:
     """The rig's front door, connected, when one runs (None: no door; the switch goes as before)."""
-    path = path or socket_path()
+    path = path or paths.gateway_socket()
     if not path.exists():
         return None
     try:

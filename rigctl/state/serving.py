@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from rigctl import paths
 from rigctl.config import Settings
-from rigctl.gateway.control import DoorSeen
-from rigctl.gateway.control import seen as door_seen
 from rigctl.jsonio import DamagedFile
 from rigctl.redact import redact_argv
 from rigctl.state import discover
@@ -33,6 +31,7 @@ from rigctl.state.statefiles import (
 
 if TYPE_CHECKING:
     from rigctl.engine.client import Probe
+    from rigctl.gateway.control import DoorSeen
     from rigctl.state.journal import Action
 
 
@@ -184,6 +183,15 @@ def door_listens(listen: str, timeout_s: float = 0.5) -> bool:
         return False
 
 
+def _door_now() -> DoorSeen | None:
+    """The front door, asked over its socket; none there, the door's client (2.6 ms of imports) is not loaded."""
+    if not paths.gateway_socket().exists():
+        return None
+    from rigctl.gateway.control import seen
+
+    return seen()
+
+
 def _note_killed(state: ActiveState, door: DoorSeen | None) -> None:
     """A switch or stop whose rigctl died wrote no ending: one is written now, with what the front
     door says its apps saw when that process held it."""
@@ -219,7 +227,7 @@ def observe(
             probe = client.probe()
     answering = bool(record and probe and any(probe.serves(n) for n in record.served_names))
 
-    door = door_seen()
+    door = _door_now()
     door_down = record.front_door if record is not None and alive and door is None and record.front_door else None
     if door_down is not None and door_listens(door_down):
         door_down = None  # the control channel was slow, but the apps' address takes connections
