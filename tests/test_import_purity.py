@@ -132,6 +132,11 @@ def test_status_loads_no_event_loop(profiles: Path, monkeypatch: pytest.MonkeyPa
     """`rigctl status` asks the front door over its socket; the door's own asyncio machinery (the
     hold, the control server) stays in the door's process (gateway/control_server.py, apps_seen.py)."""
     monkeypatch.setenv("RIGCTL_SIM", "2x3090-nvlink")
+    # a door's socket path that answers nothing: status asks over it, with the door's client only
+    from rigctl import paths
+
+    paths.ensure_private_dir(paths.state_dir())
+    paths.gateway_socket().touch()
     code = (
         "import contextlib, io, sys\nfrom rigctl.cli import main\nout = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n    code = main(['status', '--json'])\n"

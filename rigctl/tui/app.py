@@ -104,6 +104,7 @@ class RigApp(ServingApp):
         self.sampler = sampler
         self.serve: ServeContext | None = None
         self._make_serve: Callable[[], ServeContext] | None = None
+        self.is_live = False  # the serving context made and the first poll asked for (tests wait on it)
         if isinstance(serve, ServeContext):
             self.serve = self._with_events(serve)
         elif serve is not None:
@@ -118,6 +119,7 @@ class RigApp(ServingApp):
         self._tick_running = False
         self._tick_again = False
         self._wake = threading.Event()
+        self._unmounted = threading.Event()
         self._serve_worker: Worker[None] | None = None
         self._quit_asked = 0.0
         self._record = record
@@ -175,6 +177,9 @@ class RigApp(ServingApp):
         from rigctl.bench.live import read_live
         from rigctl.state.serving import observe
 
+        if self._unmounted.is_set():  # the context was made as the app quit: nothing goes live
+            return
+
         if made is not None:
             self.serve = self._with_events(made)
         if problem:
@@ -189,13 +194,18 @@ class RigApp(ServingApp):
         cut = read_live()
         if cut is not None and cut.cut_short:
             self.notify(cut.note(observe(self.settings).active_profile), title="bench cut short", severity="warning", timeout=30)
+        self.is_live = True
         if self.initial_switch:
             from rigctl.serve import switch as transaction
 
             self.start_serving_action(self.initial_switch, lambda ctx: transaction.switch(ctx, self.initial_switch or ""))
 
     def on_unmount(self) -> None:
-        self._wake.set()  # the poll loop sees it is cancelled now, not at its next tick
+        # the poll loop sees it now, not at its next tick; _unmounted too, as the loop clears _wake at
+        # each tick's start (a loop that started as the app quit slept out its interval, and the
+        # app's exit joined it: 60 s once, on a loaded machine)
+        self._unmounted.set()
+        self._wake.set()
         if self._live is not None:
             self._live[0].close()
 

@@ -42,6 +42,7 @@ class PollingApp(SaysWorkerErrors, App[None]):
     _live: tuple[LivePipeline, TuiAlerts] | None
     _live_lock: threading.Lock
     _wake: threading.Event
+    _unmounted: threading.Event  # set once, at unmount: a wake the loop clears, this one it never does
     _poll_loop_worker: Worker[None] | None
     _tick_worker: Worker[None] | None
     _tick_lock: threading.Lock
@@ -140,7 +141,7 @@ class PollingApp(SaysWorkerErrors, App[None]):
 
         worker = get_current_worker()
         next_engine = 0.0
-        while not worker.is_cancelled:
+        while not worker.is_cancelled and not self._unmounted.is_set():
             started = time.monotonic()
             woken = self._wake.is_set()
             self._wake.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from typing import Any
 
 from rich.console import Console
@@ -21,7 +22,12 @@ ENDLESS = {"follow-log", "poll-loop"}  # workers that run while their widget is 
 
 
 async def settle(app: Any, pilot: Pilot[Any]) -> None:
-    """Wait for every worker that finishes by itself (not the log followers)."""
+    """Wait for the app to go live (its serving context is made in a thread, then its first poll
+    starts: on a loaded machine that can come after a key a test presses) and then for every worker
+    that finishes by itself (not the log followers)."""
+    deadline = time.monotonic() + 120
+    while not getattr(app, "is_live", True) and time.monotonic() < deadline:
+        await pilot.pause(0.02)
     for worker in [w for w in app.workers if w.group not in ENDLESS]:
         try:
             await worker.wait()

@@ -24,7 +24,9 @@ def app_on(rig: str) -> RigApp:
 
 
 async def profiles_table(app: RigApp, pilot: Pilot[None]) -> DataTable[str]:
-    """The profiles screen, opened with its key and loaded: its table."""
+    """The profiles screen, opened with its key (once the app is live and its first poll is in) and
+    loaded: its table."""
+    await settle(app, pilot)
     await pilot.press("p")
     await settle(app, pilot)
     table: DataTable[str] = app.screen.query_one(DataTable)
