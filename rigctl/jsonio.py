@@ -125,7 +125,7 @@ def of_type(kind: Any) -> Rule:
     if kind is float:
         return Number()
     if kind is int:
-        return Count(low=None)
+        return Count(low=None, high=None)
     if kind is str:
         return Text()
     if kind is bool:

@@ -154,13 +154,17 @@ class Fraction(Rule):
         return number
 
 
+BEYOND_ANY = 2**40  # a count no owner's value reaches (a trillion tokens): the bound a message leaves unsaid
+
+
 class Count(Rule):
-    """A whole number of `unit` from `low` to `high` (None: unbounded). A float that is whole
-    (4096.0, written by a tool that writes floats) is the count it holds."""
+    """A whole number of `unit` from `low` to `high` (None: unbounded; by default BEYOND_ANY, so a
+    2**50 in a config is refused, not carried into arithmetic). A float that is whole (4096.0,
+    written by a tool that writes floats) is the count it holds."""
 
     __slots__ = ("high", "low", "unit")
 
-    def __init__(self, unit: str = "", low: int | None = 0, high: int | None = None) -> None:
+    def __init__(self, unit: str = "", low: int | None = 0, high: int | None = BEYOND_ANY) -> None:
         self.unit = unit
         self.low = low
         self.high = high
@@ -174,16 +178,17 @@ class Count(Rule):
             or (self.low is not None and value < self.low)
             or (self.high is not None and value > self.high)
         ):
-            raise RuleError(f"must be {self.describe()}")
+            beyond = self.high == BEYOND_ANY and isinstance(value, int) and not isinstance(value, bool) and value > self.high
+            raise RuleError(f"must be {self.describe()}" + (f", at most {BEYOND_ANY:,}" if beyond else ""))
         return value
 
     def describe(self) -> str:
         of = f" of {self.unit}" if self.unit else ""
-        if self.low is not None and self.high is not None:
+        if self.low is not None and self.high is not None and self.high != BEYOND_ANY:
             return f"a whole number{of} from {self.low:,} to {self.high:,}"
         if self.low is not None:
             return f"a whole number{of} of at least {self.low:,}" if self.low else f"a non-negative whole number{of}"
-        return f"a whole number{of}" + (f" of at most {self.high:,}" if self.high is not None else "")
+        return f"a whole number{of}" + (f" of at most {self.high:,}" if self.high not in (None, BEYOND_ANY) else "")
 
 
 class Port(Count):
