@@ -73,9 +73,9 @@ def test_the_apps_client_talks_through_the_door(door_rig: DoorRealRig) -> None:
 
 
 class Stream(threading.Thread):
-    def __init__(self, rig: RealRig, tokens: int) -> None:
+    def __init__(self, rig: RealRig, tokens: int, logprobs: int | None = None) -> None:
         super().__init__(daemon=True)
-        self.rig, self.tokens = rig, tokens
+        self.rig, self.tokens, self.logprobs = rig, tokens, logprobs
         self.started = threading.Event()
         self.got = 0
         self.finish: str | None = None
@@ -84,7 +84,12 @@ class Stream(threading.Thread):
     def run(self) -> None:
         try:
             for chunk in client(self.rig).completions.create(
-                model="tiny", prompt="once upon a time", max_tokens=self.tokens, stream=True, extra_body={"ignore_eos": True}
+                model="tiny",
+                prompt="once upon a time",
+                max_tokens=self.tokens,
+                stream=True,
+                logprobs=self.logprobs,
+                extra_body={"ignore_eos": True},
             ):
                 self.got += 1
                 self.started.set()
@@ -165,9 +170,10 @@ def test_a_stream_the_switch_cuts_tells_the_apps_client_why(door_rig: DoorRealRi
     SSE error event in vLLM's shape), never a bare connection error."""
     if door_rig.status()["active_profile"] != "tools-b":
         assert door_rig.rigctl("switch", "tools-b", timeout=600).returncode == 0
-    # 30,000 tokens: tens of seconds of the tiny model on a CPU, where 1,900 once ended before the
-    # switch's own start and its 1 s drain had passed (an idle machine generates them in ~2 s)
-    stream = Stream(door_rig, 30_000)
+    # 30,000 tokens, each with its 20 most likely (vLLM's most): the stream must outlast the
+    # switch's preflight, and 30,000 plain tokens once ended before it on an idle machine (as 1,900
+    # had before them); the logprobs slow each token, never the switch
+    stream = Stream(door_rig, 30_000, logprobs=20)
     stream.start()
     assert stream.started.wait(120)
     switched = door_rig.rigctl("switch", "tools", "--drain", "1", timeout=600)
