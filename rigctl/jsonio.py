@@ -19,23 +19,8 @@ from typing import Any, TypeVar
 
 from rigctl.errors import RigctlError, UnsafePath
 from rigctl.files import open_own, read_own
-from rigctl.rules import (
-    AnyOf,
-    Anything,
-    Choice,
-    Count,
-    Flag,
-    IsA,
-    ListOf,
-    Maybe,
-    Null,
-    Number,
-    Rule,
-    RuleError,
-    Table,
-    Text,
-    complaint,
-)
+from rigctl.rule_compounds import AnyOf, Anything, IsA, ListOf, Maybe, Null, Table
+from rigctl.rules import Choice, Count, Flag, Number, Rule, RuleError, Text, complaint
 
 T = TypeVar("T")
 

@@ -9,7 +9,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rigctl.errors import BadInputError
-from rigctl.rules import ListOf, Rule, Shaped, Text, take
+from rigctl.rule_compounds import ListOf, Shaped
+from rigctl.rules import Rule, Text, take
 from rigctl.toml_lines import line_of
 
 

@@ -8,7 +8,8 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from rigctl.rules import Choice, Rule, RuleError, Table, Text, complaint
+from rigctl.rule_compounds import Table
+from rigctl.rules import Choice, Rule, RuleError, Text, complaint
 from rigctl.toml_lines import key_lines, line_of
 
 NAME = Text(filled=True)

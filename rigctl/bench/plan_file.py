@@ -31,7 +31,8 @@ from rigctl.bench.trace import RECORDED, REPLAYED, TracedRequest, parse_window, 
 from rigctl.errors import BadInputError
 from rigctl.files import read_input_text
 from rigctl.gateway.recording import recorded_files, recordings_dir
-from rigctl.rules import Amount, Command, Count, Flag, ListOf, Number, Seconds, Text
+from rigctl.rule_compounds import ListOf
+from rigctl.rules import Amount, Command, Count, Flag, Number, Seconds, Text
 
 
 def plans_dir() -> Path:

@@ -16,7 +16,8 @@ from rigctl.profiles.envfile import env_file_path
 from rigctl.profiles.lints import lint
 from rigctl.profiles.schema import VERIFY_KEYS, Diagnostic, Profile
 from rigctl.profiles.settings import ResolvedSettings, Setting, gpus_needed, not_one_of, resolve_settings
-from rigctl.rules import PORT, Count, Fraction, ListOf, Rule, RuleError, Text, complaint
+from rigctl.rule_compounds import ListOf
+from rigctl.rules import PORT, Count, Fraction, Rule, RuleError, Text, complaint
 from rigctl.vllm.options import (
     MTP_ALIASES,
     SPEC_METHODS,

@@ -14,7 +14,8 @@ from typing import Any
 from rigctl.errors import BadInputError
 from rigctl.files import read_input
 from rigctl.jsonio import loads_strict
-from rigctl.rules import REQUIRED, Anything, Count, ListOf, Maybe, Text, take
+from rigctl.rule_compounds import Anything, ListOf, Maybe
+from rigctl.rules import REQUIRED, Count, Text, take
 
 DTYPE_BYTES = {
     "float32": 4,
